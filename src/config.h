@@ -1,0 +1,67 @@
+/* The policy's configuration: one table of variables drives the environment, the
+ * runtime API's key=value words and the epollfix command's options, so every
+ * entry point accepts and refuses exactly the same values. */
+#ifndef EPOLLFIX_CONFIG_H
+#define EPOLLFIX_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fmt.h"
+
+enum ef_log { EF_LOG_QUIET, EF_LOG_WARN, EF_LOG_DEBUG };
+
+/* Only int64_t members: state.c publishes it word by word under a seqlock. */
+struct ef_config {
+	int64_t disable;     /* 1: every call passes through untouched */
+	int64_t subms_ns;    /* wait that replaces a rounded-up 1 ms; 0 = off */
+	int64_t max_ms;      /* timeouts 1..max_ms count as rounded-up */
+	int64_t slack_ns;    /* timer slack while an upgraded wait sleeps; -1 = keep */
+	int64_t log;         /* enum ef_log */
+	int64_t clamp_ns;    /* minimum wait of a busy zero-timeout loop; 0 = off */
+	int64_t clamp_after; /* empty zero-timeout polls in a row that make a busy loop */
+};
+
+enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD };
+
+struct ef_word {
+	const char *word;
+	int64_t value;
+};
+
+struct ef_var {
+	const char *name; /* runtime key and command option: "subms" */
+	const char *env;  /* "EPOLLFIX_SUBMS" */
+	enum ef_kind kind;
+	size_t offset;    /* of the int64_t member in struct ef_config */
+	int64_t min, max; /* DURATION (ns) and INT */
+	int64_t fallback; /* used when the value is refused */
+	const struct ef_word *words; /* special words, NULL-terminated; WORD: the only ones */
+	const char *help;
+};
+
+extern const struct ef_var ef_vars[];
+extern const size_t ef_nvars;
+
+void ef_config_defaults(struct ef_config *c);
+
+/* By runtime name ("subms") or variable ("EPOLLFIX_SUBMS"); NULL if unknown. */
+const struct ef_var *ef_var_find(const char *name);
+
+int64_t ef_config_get(const struct ef_config *c, const struct ef_var *v);
+
+/* Sets v from text. On refusal c is unchanged, -1 is returned and msg receives
+ * "EPOLLFIX_SUBMS='abc' is not a duration (like 50us)". */
+int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value,
+		  struct ef_buf *msg);
+
+/* v's value in c, written as a user would write it ("50us", "off", "keep"). */
+void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out);
+
+/* Reads every variable through get (getenv). Each refused value gives one line,
+ * "epollfix: EPOLLFIX_X='v' <why>; using <fallback>\n", handed to warn unless
+ * EPOLLFIX_LOG is quiet. Empty values count as unset. */
+void ef_config_from_env(struct ef_config *c, const char *(*get)(const char *name),
+			void (*warn)(const struct ef_buf *line));
+
+#endif

@@ -1,0 +1,162 @@
+#include "parse.h"
+
+#include <string.h>
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Accumulates decimal digits into *acc, refusing to pass limit. */
+static enum ef_parse_err add_digit(int64_t *acc, int d, int64_t limit)
+{
+	if (*acc > (limit - d) / 10)
+		return EF_PARSE_OVERFLOW;
+	*acc = *acc * 10 + d;
+	return EF_PARSE_OK;
+}
+
+enum ef_parse_err ef_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	int64_t v = 0;
+
+	if (!s || !*s)
+		return EF_PARSE_EMPTY;
+	if (*s == '-')
+		return EF_PARSE_NEGATIVE;
+	for (const char *p = s; *p; p++) {
+		if (!is_digit(*p))
+			return EF_PARSE_SYNTAX;
+		if (add_digit(&v, *p - '0', INT64_MAX))
+			return EF_PARSE_OVERFLOW;
+	}
+	if (v < min || v > max)
+		return EF_PARSE_RANGE;
+	*out = v;
+	return EF_PARSE_OK;
+}
+
+static const struct {
+	const char *name;
+	int64_t ns;
+	int frac_digits; /* decimal places that still contribute whole ns */
+} units[] = {
+	{ "ns", 1, 0 },
+	{ "us", 1000, 3 },
+	{ "ms", 1000000, 6 },
+	{ "s", 1000000000, 9 },
+};
+
+enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_ns,
+				    int64_t *out_ns)
+{
+	const char *p = s, *int_start, *frac_start = NULL, *frac_end = NULL;
+	size_t i;
+
+	if (!s || !*s)
+		return EF_PARSE_EMPTY;
+	if (*s == '-')
+		return EF_PARSE_NEGATIVE;
+	for (int_start = p; is_digit(*p); p++)
+		;
+	const char *int_end = p;
+	if (*p == '.') {
+		frac_start = ++p;
+		while (is_digit(*p))
+			p++;
+		frac_end = p;
+	}
+	if (int_end == int_start && (!frac_start || frac_end == frac_start))
+		return EF_PARSE_SYNTAX;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(p, units[i].name) == 0)
+			break;
+	if (i == sizeof(units) / sizeof(units[0]))
+		return EF_PARSE_SYNTAX;
+
+	int64_t whole = 0, frac = 0;
+	for (const char *q = int_start; q < int_end; q++)
+		if (add_digit(&whole, *q - '0', INT64_MAX / units[i].ns))
+			return EF_PARSE_OVERFLOW;
+	/* Fraction digits beyond what the unit resolves are below 1 ns: dropped. */
+	int used = 0;
+	for (const char *q = frac_start; q && q < frac_end && used < units[i].frac_digits; q++, used++)
+		frac = frac * 10 + (*q - '0');
+	for (; used < units[i].frac_digits; used++)
+		frac *= 10;
+
+	int64_t ns = whole * units[i].ns;
+	if (ns > INT64_MAX - frac)
+		return EF_PARSE_OVERFLOW;
+	ns += frac;
+	if (ns < min_ns || ns > max_ns)
+		return EF_PARSE_RANGE;
+	*out_ns = ns;
+	return EF_PARSE_OK;
+}
+
+/* Appends the decimal form of v (v >= 0) to buf at *pos, bounded by size. */
+static void put_uint(char *buf, size_t size, size_t *pos, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && *pos + 1 < size)
+		buf[(*pos)++] = tmp[--n];
+}
+
+char *ef_format_duration(int64_t ns, char *buf, size_t size)
+{
+	size_t pos = 0;
+	int u = 3;
+
+	if (!size)
+		return buf;
+	if (ns < 0) {
+		if (pos + 1 < size)
+			buf[pos++] = '-';
+		ns = ns == INT64_MIN ? INT64_MAX : -ns;
+	}
+	/* Largest unit whose value is at least 1, so 1500us prints as 1.5ms. */
+	while (u > 0 && ns < units[u].ns)
+		u--;
+	put_uint(buf, size, &pos, (uint64_t)(ns / units[u].ns));
+	int64_t rem = ns % units[u].ns;
+	if (rem) {
+		char digits[10];
+		int nd = units[u].frac_digits;
+		for (int k = nd - 1; k >= 0; k--, rem /= 10)
+			digits[k] = (char)('0' + rem % 10);
+		while (nd > 0 && digits[nd - 1] == '0')
+			nd--;
+		if (pos + 1 < size)
+			buf[pos++] = '.';
+		for (int k = 0; k < nd && pos + 1 < size; k++)
+			buf[pos++] = digits[k];
+	}
+	for (const char *n = units[u].name; *n && pos + 1 < size; n++)
+		buf[pos++] = *n;
+	buf[pos] = '\0';
+	return buf;
+}
+
+const char *ef_parse_strerror(enum ef_parse_err err, int is_duration)
+{
+	switch (err) {
+	case EF_PARSE_OK:
+		return "is valid";
+	case EF_PARSE_EMPTY:
+		return "is empty";
+	case EF_PARSE_NEGATIVE:
+		return "is negative";
+	case EF_PARSE_OVERFLOW:
+		return "is too large";
+	case EF_PARSE_RANGE:
+		return "is out of range";
+	case EF_PARSE_SYNTAX:
+	default:
+		return is_duration ? "is not a duration (like 50us)" : "is not a whole number";
+	}
+}

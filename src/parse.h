@@ -1,0 +1,34 @@
+/* The one parser for durations and numbers: the library, the epollfix command
+ * and the runtime API all use it, so a value is accepted or refused the same way
+ * everywhere. Pure functions: no allocation, no errno, no locale. */
+#ifndef EPOLLFIX_PARSE_H
+#define EPOLLFIX_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ef_parse_err {
+	EF_PARSE_OK = 0,
+	EF_PARSE_EMPTY,     /* NULL or "" */
+	EF_PARSE_SYNTAX,    /* not a number, or a duration without a known unit */
+	EF_PARSE_NEGATIVE,  /* starts with '-' */
+	EF_PARSE_OVERFLOW,  /* does not fit in 63 bits (of nanoseconds) */
+	EF_PARSE_RANGE,     /* well formed, outside [min, max] */
+};
+
+/* "50us", "0.05ms", "50000ns", "1s": a non-negative decimal number followed by
+ * ns, us, ms or s. Fractions finer than 1 ns are truncated. */
+enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_ns,
+				    int64_t *out_ns);
+
+/* A non-negative decimal integer, digits only. */
+enum ef_parse_err ef_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* Writes the shortest exact rendering of ns with the largest unit that keeps it
+ * whole-ish ("50us", "1.5ms", "1ns"); always NUL-terminated. Returns buf. */
+char *ef_format_duration(int64_t ns, char *buf, size_t size);
+
+/* Short phrase for an error, for warnings ("is not a duration (like 50us)"). */
+const char *ef_parse_strerror(enum ef_parse_err err, int is_duration);
+
+#endif

@@ -1,0 +1,142 @@
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "stats.h"
+
+#define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
+_Static_assert(sizeof(struct ef_config) % sizeof(int64_t) == 0, "config is int64 words");
+
+/* A seqlock: readers copy the words and retry if a writer moved seq meanwhile. */
+static _Atomic uint64_t seq;
+static _Atomic int64_t words[NWORDS];
+static atomic_flag writer = ATOMIC_FLAG_INIT;
+enum { UNREAD, READING, READY };
+static _Atomic int loaded = UNREAD;
+
+/* A writer preempted mid-update must not make readers spin: after this many
+ * tries the call passes through. */
+#define READ_TRIES 64
+
+static void publish(const struct ef_config *c)
+{
+	int64_t w[NWORDS];
+	uint64_t s = atomic_load_explicit(&seq, memory_order_relaxed);
+
+	memcpy(w, c, sizeof(w));
+	atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	for (size_t i = 0; i < NWORDS; i++)
+		atomic_store_explicit(&words[i], w[i], memory_order_relaxed);
+	atomic_store_explicit(&seq, s + 2, memory_order_release);
+}
+
+static int snapshot(struct ef_config *c)
+{
+	int64_t w[NWORDS];
+
+	for (int tries = 0; tries < READ_TRIES; tries++) {
+		uint64_t s1 = atomic_load_explicit(&seq, memory_order_acquire);
+		for (size_t i = 0; i < NWORDS; i++)
+			w[i] = atomic_load_explicit(&words[i], memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t s2 = atomic_load_explicit(&seq, memory_order_relaxed);
+		if (s1 == s2 && !(s1 & 1)) {
+			memcpy(c, w, sizeof(w));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void ef_warn_line(const struct ef_buf *line)
+{
+	ef_buf_write(line, STDERR_FILENO);
+}
+
+static const char *env(const char *name)
+{
+	return getenv(name);
+}
+
+static int load_once(void)
+{
+	int expected = UNREAD;
+
+	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
+		struct ef_config c;
+		ef_config_from_env(&c, env, ef_warn_line);
+		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
+			sched_yield();
+		publish(&c);
+		atomic_flag_clear_explicit(&writer, memory_order_release);
+		atomic_store_explicit(&loaded, READY, memory_order_release);
+		return 1;
+	}
+	return expected == READY;
+}
+
+int ef_state_config(struct ef_config *c)
+{
+	if (__builtin_expect(atomic_load_explicit(&loaded, memory_order_acquire) != READY, 0) &&
+	    !load_once())
+		return 0;
+	return snapshot(c);
+}
+
+int ef_state_set(const char *word, struct ef_buf *msg)
+{
+	char key[64];
+	const char *eq = word ? strchr(word, '=') : NULL;
+	struct ef_config c;
+
+	if (!eq || (size_t)(eq - word) >= sizeof(key)) {
+		ef_str(ef_str(ef_str(msg, "'"), word ? word : ""), "' is not key=value");
+		return -1;
+	}
+	memcpy(key, word, (size_t)(eq - word));
+	key[eq - word] = '\0';
+	const struct ef_var *v = ef_var_find(key);
+	if (!v) {
+		ef_str(ef_str(ef_str(msg, "'"), key), "' is not a setting of epollfix");
+		return -1;
+	}
+	if (atomic_load_explicit(&loaded, memory_order_acquire) != READY && !load_once()) {
+		ef_str(msg, "the configuration is still being read");
+		return -1;
+	}
+	while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
+		sched_yield();
+	/* Under the lock no writer is mid-update, so the snapshot succeeds. */
+	int r = snapshot(&c) ? ef_config_set(&c, v, eq + 1, msg) : -1;
+	if (r == 0)
+		publish(&c);
+	atomic_flag_clear_explicit(&writer, memory_order_release);
+	return r;
+}
+
+/* fork() copies one thread: a lock or an odd seq held by another one would stay
+ * held forever in the child. */
+static void after_fork_child(void)
+{
+	atomic_flag_clear(&writer);
+	uint64_t s = atomic_load(&seq);
+	if (s & 1)
+		atomic_store(&seq, s + 1);
+	ef_stats_after_fork();
+}
+
+__attribute__((constructor)) static void epollfix_init(void)
+{
+	load_once();
+	ef_real_init();
+	ef_stats_init();
+	pthread_atfork(NULL, NULL, after_fork_child);
+}

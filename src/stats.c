@@ -1,0 +1,250 @@
+#define _GNU_SOURCE
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "state.h"
+
+/* Threads beyond the owned slots share the last one with atomic adds. */
+#define EF_SLOTS 256
+
+struct slot {
+	_Atomic uint64_t c[EF_C_COUNT];
+} __attribute__((aligned(64)));
+
+static struct slot slots[EF_SLOTS];
+static _Atomic unsigned slots_taken;
+static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
+
+static struct slot *claim(void)
+{
+	unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
+	return &slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
+}
+
+static void add(struct slot *s, enum ef_counter k, uint64_t n)
+{
+	if (s == &slots[EF_SLOTS - 1])
+		atomic_fetch_add_explicit(&s->c[k], n, memory_order_relaxed);
+	else /* the owner is the only writer: a plain add, atomic only to readers */
+		atomic_store_explicit(&s->c[k],
+				      atomic_load_explicit(&s->c[k], memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
+static void raise_max(struct slot *s, enum ef_counter k, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(&s->c[k], memory_order_relaxed);
+	while (v > old && !atomic_compare_exchange_weak_explicit(&s->c[k], &old, v,
+								 memory_order_relaxed,
+								 memory_order_relaxed))
+		;
+}
+
+void ef_stats_count(const struct ef_config *c, enum ef_call call, int timeout_ms,
+		    enum ef_action action, int fell_back, int result, uint64_t streak)
+{
+	struct slot *s = my_slot;
+	if (__builtin_expect(!s, 0))
+		s = my_slot = claim();
+
+	add(s, call == EF_CALL_WAIT ? EF_C_EPOLL_WAIT : EF_C_EPOLL_PWAIT, 1);
+	add(s, timeout_ms < 0	      ? EF_C_T_NEGATIVE
+	       : timeout_ms == 0      ? EF_C_T_ZERO
+	       : timeout_ms == 1      ? EF_C_T_ONE_MS
+	       : timeout_ms <= c->max_ms ? EF_C_T_UP_TO_MAX
+				      : EF_C_T_LONGER,
+	    1);
+	add(s, action == EF_UPGRADE ? EF_C_UPGRADED
+	       : action == EF_PASS  ? EF_C_PASSED
+				    : EF_C_CLAMPED,
+	    1);
+	if (fell_back)
+		add(s, EF_C_FELL_BACK, 1);
+	if (timeout_ms == 0 && result == 0) {
+		add(s, EF_C_EMPTY_ZERO, 1);
+		raise_max(s, EF_C_LONGEST_STREAK, streak);
+	}
+}
+
+void ef_stats_sum(struct ef_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < EF_SLOTS; i++)
+		for (int k = 0; k < EF_C_COUNT; k++) {
+			uint64_t v = atomic_load_explicit(&slots[i].c[k], memory_order_relaxed);
+			if (k == EF_C_LONGEST_STREAK)
+				t->c[k] = v > t->c[k] ? v : t->c[k];
+			else
+				t->c[k] += v;
+		}
+}
+
+void ef_stats_after_fork(void)
+{
+	for (unsigned i = 0; i < EF_SLOTS; i++)
+		for (int k = 0; k < EF_C_COUNT; k++)
+			atomic_store_explicit(&slots[i].c[k], 0, memory_order_relaxed);
+}
+
+/* A busy loop this long, with the clamp off, earns a hint in the report. */
+#define HINT_STREAK 1000
+
+static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
+{
+	return ef_str(ef_str(ef_str(ef_int(ef_str(b, "epollfix["), pid), "] "), key), ": ");
+}
+
+void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
+		     const char *comm, const char *pwait2, struct ef_buf *out)
+{
+	const uint64_t *n = t->c;
+
+	ef_str(ef_str(line(out, pid, "report"), comm), "\n");
+	ef_str(ef_int(ef_str(ef_int(ef_str(ef_int(line(out, pid, "calls"),
+						   (int64_t)(n[EF_C_EPOLL_WAIT] + n[EF_C_EPOLL_PWAIT])),
+					    " (epoll_wait "), (int64_t)n[EF_C_EPOLL_WAIT]),
+			     ", epoll_pwait "), (int64_t)n[EF_C_EPOLL_PWAIT]), ")\n");
+	line(out, pid, "by timeout");
+	ef_int(ef_str(out, "negative "), (int64_t)n[EF_C_T_NEGATIVE]);
+	ef_int(ef_str(out, ", 0 "), (int64_t)n[EF_C_T_ZERO]);
+	ef_int(ef_str(out, ", 1ms "), (int64_t)n[EF_C_T_ONE_MS]);
+	ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "), (int64_t)n[EF_C_T_UP_TO_MAX]);
+	ef_str(ef_int(ef_str(out, ", longer "), (int64_t)n[EF_C_T_LONGER]), "\n");
+	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)n[EF_C_UPGRADED]), "\n");
+	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)n[EF_C_CLAMPED]), "\n");
+	ef_str(ef_int(line(out, pid, "passed through"), (int64_t)n[EF_C_PASSED]), "\n");
+	ef_str(ef_int(line(out, pid, "fell back"), (int64_t)n[EF_C_FELL_BACK]), "\n");
+	ef_str(ef_int(ef_str(ef_int(line(out, pid, "empty zero-timeout polls"),
+				    (int64_t)n[EF_C_EMPTY_ZERO]),
+			     ", longest streak "),
+		      (int64_t)n[EF_C_LONGEST_STREAK]),
+	       "\n");
+	ef_str(ef_str(line(out, pid, "epoll_pwait2"), pwait2), "\n");
+	line(out, pid, "policy");
+	for (size_t i = 0; i < ef_nvars; i++) {
+		ef_str(ef_str(out, i ? " " : ""), ef_vars[i].name);
+		ef_str(out, "=");
+		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
+	}
+	ef_str(out, "\n");
+	if (c->clamp_ns == 0 && n[EF_C_LONGEST_STREAK] >= HINT_STREAK)
+		ef_str(ef_str(ef_int(ef_str(line(out, pid, "hint"), "a busy loop of "),
+				     (int64_t)n[EF_C_LONGEST_STREAK]),
+			      " empty zero-timeout polls in a row ran while the clamp was off;"),
+		       " EPOLLFIX_CLAMP=1ms would let it sleep\n");
+}
+
+/* ---- At exit ---------------------------------------------------------------- */
+
+static char stats_path[PATH_MAX]; /* "" = no report, "-" = stderr */
+
+static void pwait2_text(struct ef_buf *b)
+{
+	int why;
+	switch (ef_pwait2_state(&why)) {
+	case EF_PW2_OK:
+		ef_str(b, "available");
+		break;
+	case EF_PW2_NO:
+		ef_str(b, "unavailable (");
+		if (why < 0)
+			ef_str(ef_int(ef_str(b, "a probe was killed by signal "), -why), ")");
+		else
+			ef_str(ef_str(b, why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
+					   : why == EPERM ? "EPERM: refused by a seccomp filter"
+							  : strerror(why)),
+			       ")");
+		break;
+	default:
+		ef_str(b, "not probed (no call needed it)");
+	}
+}
+
+static void comm_of_self(char *buf, size_t size)
+{
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	n = n < 0 ? 0 : n;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+}
+
+/* "%p" becomes the pid, so each process of a forking program has its own file. */
+static void expand_path(char *dst, size_t size, long pid)
+{
+	struct ef_buf b = { dst, 0, size };
+	for (const char *p = stats_path; *p; p++) {
+		char one[2] = { *p, '\0' };
+		if (p[0] == '%' && p[1] == 'p') {
+			ef_int(&b, pid);
+			p++;
+		} else {
+			ef_str(&b, one);
+		}
+	}
+}
+
+__attribute__((destructor)) static void write_report(void)
+{
+	char text[4096], comm[32], pwait2[128], path[PATH_MAX + 32];
+	struct ef_buf out = EF_BUF(text), pw = EF_BUF(pwait2);
+	struct ef_totals t;
+	struct ef_config c;
+	int saved = errno;
+
+	if (!stats_path[0] || !ef_state_config(&c))
+		return;
+	long pid = (long)getpid();
+	ef_stats_sum(&t);
+	comm_of_self(comm, sizeof(comm));
+	pwait2_text(&pw);
+	ef_stats_format(&t, &c, pid, comm, pwait2, &out);
+	/* One write(2) of the whole report, O_APPEND for files: it never lands in
+	 * the middle of another process's line. */
+	int fd = STDERR_FILENO;
+	if (strcmp(stats_path, "-") != 0) {
+		expand_path(path, sizeof(path), pid);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			char warn[PATH_MAX + 128];
+			struct ef_buf w = EF_BUF(warn);
+			ef_str(ef_str(ef_str(ef_str(ef_str(&w, "epollfix: EPOLLFIX_STATS='"), stats_path),
+					     "' cannot be opened ("), strerror(errno)),
+			       "); the report goes to stderr\n");
+			ef_warn_line(&w);
+			fd = STDERR_FILENO;
+		}
+	}
+	ef_buf_write(&out, fd);
+	if (fd != STDERR_FILENO)
+		close(fd);
+	errno = saved;
+}
+
+void ef_stats_init(void)
+{
+	const char *v = getenv("EPOLLFIX_STATS");
+	if (!v || !*v || strcmp(v, "0") == 0)
+		return;
+	if (strcmp(v, "1") == 0)
+		v = "-";
+	if (strlen(v) >= sizeof(stats_path)) {
+		char warn[256];
+		struct ef_buf w = EF_BUF(warn);
+		ef_str(&w, "epollfix: EPOLLFIX_STATS is a path longer than PATH_MAX; the report goes to stderr\n");
+		ef_warn_line(&w);
+		v = "-";
+	}
+	strcpy(stats_path, v);
+}
