@@ -1,0 +1,55 @@
+# Shared by every .bats file. LD_PRELOAD is set only on the command under test,
+# through `preload`; bats, bash and the helpers themselves never run preloaded.
+load /usr/lib/bats/bats-support/load.bash
+load /usr/lib/bats/bats-assert/load.bash
+
+: "${EPOLLFIX_SRC:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}"
+: "${EPOLLFIX_LIB:=$EPOLLFIX_SRC/build/src/libepollfix.so}"
+: "${EPOLLFIX_PROGS:=$EPOLLFIX_SRC/build/tests/progs}"
+: "${EPOLLFIX_LIBC:=glibc}"
+PROGS_SRC="$EPOLLFIX_SRC/tests/progs"
+
+# Nothing from the caller's environment may steer the library in a test.
+for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
+	case "$v" in EPOLLFIX_LIB | EPOLLFIX_PROGS | EPOLLFIX_SRC | EPOLLFIX_LIBC) ;; *) unset "$v" ;; esac
+done
+
+# preload [VAR=value...] command [args...]: the command alone gets the library.
+preload() {
+	env LD_PRELOAD="$EPOLLFIX_LIB" "$@"
+}
+
+# The interpreter itself, not a wrapper script (pyenv's shim is bash), so that
+# the preload reaches python and only python.
+python_bin() {
+	command -v python3 >/dev/null || return 1
+	python3 -c 'import sys; print(sys.executable)'
+}
+
+need_glibc() {
+	[ "$EPOLLFIX_LIBC" = glibc ] || skip "needs a glibc build ($EPOLLFIX_LIBC)"
+}
+
+# field NAME: the value of NAME=value in $output.
+field() {
+	sed -n "s/.*\\b$1=\\([0-9-]*\\).*/\\1/p" <<<"$output" | head -1
+}
+
+# Medians in microseconds for thresholds a noisy 2-core VM cannot break: an
+# upgraded wait is far under UPGRADED_US, a real 1 ms wait is over ROUNDED_US.
+UPGRADED_US=500
+ROUNDED_US=900
+
+assert_upgraded() {
+	local m
+	m=$(field median_us)
+	[ -n "$m" ] || fail "no median in: $output"
+	[ "$m" -lt "$UPGRADED_US" ] || fail "median ${m}us is not under ${UPGRADED_US}us: $output"
+}
+
+assert_rounded() {
+	local m
+	m=$(field median_us)
+	[ -n "$m" ] || fail "no median in: $output"
+	[ "$m" -gt "$ROUNDED_US" ] || fail "median ${m}us is not over ${ROUNDED_US}us: $output"
+}
