@@ -1,0 +1,45 @@
+/* Shared by the matrix's C programs: a clock and the one report line,
+ * "fires=N lateness_p50_us=.. lateness_p90_us=.. elapsed_ms=..". */
+#ifndef EF_MATRIX_H
+#define EF_MATRIX_H
+
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline int64_t mx_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int mx_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* late[i]: ns past fire i's deadline. Sorts late. */
+static inline void mx_report(int64_t *late, long n, int64_t started_ns)
+{
+	qsort(late, (size_t)n, sizeof(*late), mx_cmp);
+	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld\n", n,
+	       n ? (long long)(late[n / 2] / 1000) : 0, n ? (long long)(late[n * 9 / 10] / 1000) : 0,
+	       (long long)((mx_now_ns() - started_ns) / 1000000));
+	fflush(stdout);
+}
+
+/* "--name value" options with integer values. */
+static inline long mx_arg(int argc, char **argv, const char *name, long fallback)
+{
+	for (int i = 1; i + 1 < argc; i += 2)
+		if (!strcmp(argv[i], name))
+			return atol(argv[i + 1]);
+	return fallback;
+}
+
+#endif

@@ -1,0 +1,12 @@
+"""The matrix's report line for the Python programs."""
+import time
+
+
+def report(late_ns, started_ns):
+    late = sorted(late_ns)
+    n = len(late)
+    p50 = late[n // 2] // 1000 if n else 0
+    p90 = late[n * 9 // 10] // 1000 if n else 0
+    elapsed = (time.perf_counter_ns() - started_ns) // 1000000
+    print(f"fires={n} lateness_p50_us={p50} lateness_p90_us={p90} elapsed_ms={elapsed}",
+          flush=True)
