@@ -9,9 +9,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-_Static_assert(sizeof(struct epollfix_counters) == EF_C_COUNT * sizeof(uint64_t),
-	       "public counters mirror enum ef_counter");
-
 EXPORT const char *epollfix_version(void)
 {
 	return EPOLLFIX_VERSION;
@@ -27,7 +24,21 @@ EXPORT int epollfix_counters(struct epollfix_counters *out, size_t size)
 		return -1;
 	}
 	ef_stats_sum(&t);
-	memcpy(&all, t.c, sizeof(all));
+	all = (struct epollfix_counters){
+		.epoll_wait = t.calls[EF_CALL_WAIT],
+		.epoll_pwait = t.calls[EF_CALL_PWAIT],
+		.timeout_negative = t.by_class[EF_T_NEGATIVE],
+		.timeout_zero = t.by_class[EF_T_ZERO],
+		.timeout_one_ms = t.by_class[EF_T_ONE_MS],
+		.timeout_up_to_max = t.by_class[EF_T_UP_TO_MAX],
+		.timeout_longer = t.by_class[EF_T_LONGER],
+		.upgraded = t.upgraded,
+		.clamped = t.clamped,
+		.passed = t.passed,
+		.fell_back = t.fell_back,
+		.empty_zero_polls = t.empty_zero,
+		.longest_empty_streak = t.longest_streak,
+	};
 	memcpy(out, &all, size < sizeof(all) ? size : sizeof(all));
 	return 0;
 }

@@ -24,6 +24,7 @@ const struct ef_var ef_vars[] = {
 	{ "subms", "EPOLLFIX_SUBMS", EF_KIND_DURATION, FIELD(subms_ns), 1, NS_PER_MS,
 	  50 * NS_PER_US, off_word,
 	  "the wait that replaces a 1 ms timeout judged rounded-up; off disables upgrades" },
+	/* At most 4095: state.c packs MAX_MS into 12 bits of its fast word. */
 	{ "max-ms", "EPOLLFIX_MAX_MS", EF_KIND_INT, FIELD(max_ms), 1, 1000, 1, NULL,
 	  "timeouts of 1..N ms count as rounded-up; T ms then waits (T-1) ms + SUBMS" },
 	{ "slack", "EPOLLFIX_SLACK", EF_KIND_DURATION, FIELD(slack_ns), 1, NS_PER_S,
@@ -35,6 +36,9 @@ const struct ef_var ef_vars[] = {
 	  "minimum wait given to a zero-timeout poll in a busy loop; off disables" },
 	{ "clamp-after", "EPOLLFIX_CLAMP_AFTER", EF_KIND_INT, FIELD(clamp_after), 1, 1000000000,
 	  16, NULL, "empty zero-timeout polls in a row, on one thread, that make a busy loop" },
+	{ "clamp-gap", "EPOLLFIX_CLAMP_GAP", EF_KIND_DURATION, FIELD(clamp_gap_ns), 1, NS_PER_S,
+	  1 * NS_PER_US, NULL,
+	  "polls count as one busy loop only if the program came back within this time" },
 };
 const size_t ef_nvars = sizeof(ef_vars) / sizeof(ef_vars[0]);
 

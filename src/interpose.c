@@ -1,5 +1,7 @@
-/* The exported symbols. Each is one line into ef_wait(), which asks the policy
- * and then calls the real function. Nothing here allocates or uses stdio. */
+/* The exported symbols. Each is one line into ef_wait(): most calls pass through
+ * on one atomic load and one counter increment; the rest take ef_wait_slow(),
+ * which asks the policy and then calls the real function. Nothing here
+ * allocates or uses stdio. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -23,8 +25,15 @@ static __thread struct ef_thread thread_state __attribute__((tls_model("initial-
 static int call_real(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
 		     int timeout, const sigset_t *mask)
 {
-	return call == EF_CALL_WAIT ? ef_real_epoll_wait(epfd, ev, maxevents, timeout)
-				    : ef_real_epoll_pwait(epfd, ev, maxevents, timeout, mask);
+	return call == EF_CALL_WAIT ? ef_real_epoll_wait()(epfd, ev, maxevents, timeout)
+				    : ef_real_epoll_pwait()(epfd, ev, maxevents, timeout, mask);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 /* epoll_pwait2 for ns, with the configured timer slack in force only while it
@@ -46,7 +55,7 @@ static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev
 		else
 			prctl(PR_SET_TIMERSLACK, (unsigned long)c->slack_ns, 0, 0, 0);
 	}
-	int r = ef_real_epoll_pwait2(epfd, ev, maxevents, &ts, mask);
+	int r = ef_real_epoll_pwait2()(epfd, ev, maxevents, &ts, mask);
 	int err = errno;
 	if (old_slack > 0)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
@@ -80,8 +89,18 @@ static void debug_line(enum ef_call call, int epfd, int timeout, struct ef_decis
 	ef_warn_line(&b);
 }
 
-static int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
-		   int timeout, const sigset_t *mask)
+static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
+{
+	if (meant == EF_UPGRADE)
+		return done == EF_UPGRADE ? EF_O_UPGRADED : EF_O_UPGRADE_FELL_BACK;
+	if (meant == EF_CLAMP)
+		return done == EF_CLAMP ? EF_O_CLAMPED : EF_O_CLAMP_FELL_BACK;
+	return EF_O_PASSED;
+}
+
+static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
+						  struct epoll_event *ev, int maxevents,
+						  int timeout, const sigset_t *mask)
 {
 	struct ef_config c;
 
@@ -89,29 +108,46 @@ static int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxe
 		return call_real(call, epfd, ev, maxevents, timeout, mask);
 
 	struct ef_thread *t = &thread_state;
-	struct ef_decision d = ef_decide(&c, t, timeout);
-	int r = REFUSED, fell_back = 0;
+	int timed = timeout == 0 && c.clamp_ns > 0;
+	int64_t start = timed ? mono_ns() : 0;
+	struct ef_decision d = ef_decide(&c, t, timeout, start);
+	enum ef_action meant = d.action;
+	int r = REFUSED;
 
-	if (d.action != EF_PASS && !ef_pwait2_usable()) {
+	if (d.action != EF_PASS && !ef_pwait2_usable())
 		d = ef_without_pwait2(d, timeout);
-		fell_back = 1;
-	}
-	if (d.action == EF_UPGRADE || d.action == EF_CLAMP)
+	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
 		r = wait_fine(&c, epfd, ev, maxevents, d.wait_ns, mask);
-	if (r == REFUSED) {
-		if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
+		if (r == REFUSED)
 			d = ef_without_pwait2(d, timeout);
-			fell_back = 1;
-		}
-		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
 	}
+	if (r == REFUSED)
+		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
 
 	int err = errno;
-	ef_observe(t, timeout, r);
-	ef_stats_count(&c, call, timeout, d.action, fell_back, r, t->empty_zero_streak);
+	if (timed)
+		ef_observe_timed(t, r, start, mono_ns(), c.clamp_gap_ns);
+	else
+		ef_observe(t, timeout, r);
+	ef_stats_count(call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (c.log >= EF_LOG_DEBUG)
 		debug_line(call, epfd, timeout, d, r);
 	errno = err;
+	return r;
+}
+
+static inline int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
+			  int timeout, const sigset_t *mask)
+{
+	uint32_t w = ef_state_fast();
+
+	if (__builtin_expect(!ef_fast_pass(w, timeout), 0))
+		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask);
+	int r = call_real(call, epfd, ev, maxevents, timeout, mask);
+	if (!(w & EF_FAST_UNCOUNTED)) { /* neither touches errno */
+		ef_observe(&thread_state, timeout, r);
+		ef_stats_count(call, timeout, ef_fast_max_ms(w), EF_O_PASSED, r, &thread_state);
+	}
 	return r;
 }
 

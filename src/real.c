@@ -17,71 +17,58 @@
 #endif
 #define KERNEL_SIGSET_BYTES (_NSIG / 8)
 
-typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
-typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
-typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
-			       const sigset_t *);
+_Atomic(void *) ef_real_table[EF_REAL_COUNT];
 
-/* NULL: not looked up yet. A lookup that finds nothing stores a sentinel, so the
- * raw-syscall fallbacks below are chosen once, not on every call. */
-#define NOT_FOUND ((void *)-1)
-static _Atomic(void *) real_wait, real_pwait, real_pwait2;
-
-/* The function, looked up on first use; racing threads store the same value. */
-static void *resolve(_Atomic(void *) *slot, const char *name)
+/* Stand-ins for what libc lacks. They behave as the libc functions would,
+ * cancellation included: a raw syscall is no cancellation point, so a cancel
+ * that interrupted the wait is acted on right after it. */
+static int raw_epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
+			   const sigset_t *mask)
 {
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
-	if (__builtin_expect(!p, 0)) {
-		int saved = errno;
-		p = dlsym(RTLD_NEXT, name);
-		errno = saved;
-		p = p ? p : NOT_FOUND;
-		atomic_store_explicit(slot, p, memory_order_release);
-	}
-	return p == NOT_FOUND ? NULL : p;
-}
-
-static int raw_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
-		     const sigset_t *mask)
-{
-	return (int)syscall(SYS_epoll_pwait, epfd, ev, maxevents, timeout, mask,
-			    KERNEL_SIGSET_BYTES);
-}
-
-int ef_real_epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
-{
-	epoll_wait_fn fn = (epoll_wait_fn)resolve(&real_wait, "epoll_wait");
-	return fn ? fn(epfd, ev, maxevents, timeout) : raw_pwait(epfd, ev, maxevents, timeout, NULL);
-}
-
-int ef_real_epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
-			const sigset_t *mask)
-{
-	epoll_pwait_fn fn = (epoll_pwait_fn)resolve(&real_pwait, "epoll_pwait");
-	return fn ? fn(epfd, ev, maxevents, timeout, mask)
-		  : raw_pwait(epfd, ev, maxevents, timeout, mask);
-}
-
-int ef_real_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
-			 const struct timespec *timeout, const sigset_t *mask)
-{
-	epoll_pwait2_fn fn = (epoll_pwait2_fn)resolve(&real_pwait2, "epoll_pwait2");
-	if (fn)
-		return fn(epfd, ev, maxevents, timeout, mask);
-	int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, maxevents, timeout, mask,
+	int r = (int)syscall(SYS_epoll_pwait, epfd, ev, maxevents, timeout, mask,
 			     KERNEL_SIGSET_BYTES);
-	/* A raw syscall is no cancellation point; a cancel that interrupted the
-	 * wait must still end the thread, as the real epoll_wait would have. */
 	if (r < 0 && errno == EINTR)
 		pthread_testcancel();
 	return r;
 }
 
+static int raw_epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
+{
+	return raw_epoll_pwait(epfd, ev, maxevents, timeout, NULL);
+}
+
+static int raw_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
+			    const struct timespec *timeout, const sigset_t *mask)
+{
+	int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, maxevents, timeout, mask,
+			     KERNEL_SIGSET_BYTES);
+	if (r < 0 && errno == EINTR)
+		pthread_testcancel();
+	return r;
+}
+
+#define EF_REAL_NAME(name, type) #name,
+static const char *const real_names[] = { EF_REAL_FUNCS(EF_REAL_NAME) };
+#define EF_REAL_RAW(name, type) (void *)raw_##name,
+static void *const real_raw[] = { EF_REAL_FUNCS(EF_REAL_RAW) };
+
+/* Racing threads store the same value; dlsym's errno never leaks out. */
+void *ef_real_resolve(enum ef_real_id id)
+{
+	int saved = errno;
+	void *p = dlsym(RTLD_NEXT, real_names[id]);
+	errno = saved;
+	if (!p)
+		p = real_raw[id];
+	atomic_store_explicit(&ef_real_table[id], p, memory_order_release);
+	return p;
+}
+
 void ef_real_init(void)
 {
-	resolve(&real_wait, "epoll_wait");
-	resolve(&real_pwait, "epoll_pwait");
-	resolve(&real_pwait2, "epoll_pwait2");
+	for (int id = 0; id < EF_REAL_COUNT; id++)
+		if (!atomic_load_explicit(&ef_real_table[id], memory_order_acquire))
+			ef_real_resolve((enum ef_real_id)id);
 }
 
 /* ---- Is epoll_pwait2 usable? ---------------------------------------------- */

@@ -5,16 +5,39 @@
 #define EPOLLFIX_REAL_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <time.h>
 
-int ef_real_epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout);
-int ef_real_epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
-			const sigset_t *mask);
-/* libc's epoll_pwait2 where it has one (glibc >= 2.35: a cancellation point),
- * else the raw system call followed by a cancellation check. */
-int ef_real_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
-			 const struct timespec *timeout, const sigset_t *mask);
+typedef int (*ef_epoll_wait_fn)(int, struct epoll_event *, int, int);
+typedef int (*ef_epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*ef_epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
+				  const sigset_t *);
+
+/* Every function the library looks up: X(name, type). A name libc lacks (musl has
+ * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call. */
+#define EF_REAL_FUNCS(X)                        \
+	X(epoll_wait, ef_epoll_wait_fn)         \
+	X(epoll_pwait, ef_epoll_pwait_fn)       \
+	X(epoll_pwait2, ef_epoll_pwait2_fn)
+
+#define EF_REAL_ENUM(name, type) EF_REAL_##name,
+enum ef_real_id { EF_REAL_FUNCS(EF_REAL_ENUM) EF_REAL_COUNT };
+#undef EF_REAL_ENUM
+
+extern _Atomic(void *) ef_real_table[EF_REAL_COUNT];
+void *ef_real_resolve(enum ef_real_id id);
+
+/* ef_real_epoll_wait() and friends: the pointer, resolved on first use. */
+#define EF_REAL_GETTER(name, type)                                                          \
+	static inline type ef_real_##name(void)                                             \
+	{                                                                                   \
+		void *p = atomic_load_explicit(&ef_real_table[EF_REAL_##name],              \
+					       memory_order_acquire);                       \
+		return (type)(__builtin_expect(p != NULL, 1) ? p : ef_real_resolve(EF_REAL_##name)); \
+	}
+EF_REAL_FUNCS(EF_REAL_GETTER)
+#undef EF_REAL_GETTER
 
 enum ef_pwait2_state { EF_PW2_UNKNOWN, EF_PW2_PROBING, EF_PW2_OK, EF_PW2_NO };
 

@@ -20,10 +20,26 @@ static _Atomic int64_t words[NWORDS];
 static atomic_flag writer = ATOMIC_FLAG_INIT;
 enum { UNREAD, READING, READY };
 static _Atomic int loaded = UNREAD;
+_Atomic uint32_t ef_fast_word;
 
 /* A writer preempted mid-update must not make readers spin: after this many
  * tries the call passes through. */
 #define READ_TRIES 64
+
+static uint32_t fast_word_of(const struct ef_config *c)
+{
+	uint32_t w = EF_FAST_READY | (uint32_t)c->max_ms << EF_FAST_MAX_MS_SHIFT;
+
+	if (c->disable)
+		return w | EF_FAST_UNCOUNTED;
+	if (c->subms_ns > 0)
+		w |= (uint32_t)c->max_ms;
+	if (c->clamp_ns > 0)
+		w |= EF_FAST_CLAMP;
+	if (c->log >= EF_LOG_DEBUG)
+		w |= EF_FAST_SLOW;
+	return w;
+}
 
 static void publish(const struct ef_config *c)
 {
@@ -36,6 +52,7 @@ static void publish(const struct ef_config *c)
 	for (size_t i = 0; i < NWORDS; i++)
 		atomic_store_explicit(&words[i], w[i], memory_order_relaxed);
 	atomic_store_explicit(&seq, s + 2, memory_order_release);
+	atomic_store_explicit(&ef_fast_word, fast_word_of(c), memory_order_release);
 }
 
 static int snapshot(struct ef_config *c)

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,86 +11,45 @@
 #include "real.h"
 #include "state.h"
 
-/* Threads beyond the owned slots share the last one with atomic adds. */
-#define EF_SLOTS 256
-
-struct slot {
-	_Atomic uint64_t c[EF_C_COUNT];
-} __attribute__((aligned(64)));
-
-static struct slot slots[EF_SLOTS];
+struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
 static _Atomic unsigned slots_taken;
-static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
+__thread struct ef_slot *ef_my_slot __attribute__((tls_model("initial-exec")));
 
-static struct slot *claim(void)
+struct ef_slot *ef_stats_claim(void)
 {
 	unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
-	return &slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
-}
-
-static void add(struct slot *s, enum ef_counter k, uint64_t n)
-{
-	if (s == &slots[EF_SLOTS - 1])
-		atomic_fetch_add_explicit(&s->c[k], n, memory_order_relaxed);
-	else /* the owner is the only writer: a plain add, atomic only to readers */
-		atomic_store_explicit(&s->c[k],
-				      atomic_load_explicit(&s->c[k], memory_order_relaxed) + n,
-				      memory_order_relaxed);
-}
-
-static void raise_max(struct slot *s, enum ef_counter k, uint64_t v)
-{
-	uint64_t old = atomic_load_explicit(&s->c[k], memory_order_relaxed);
-	while (v > old && !atomic_compare_exchange_weak_explicit(&s->c[k], &old, v,
-								 memory_order_relaxed,
-								 memory_order_relaxed))
-		;
-}
-
-void ef_stats_count(const struct ef_config *c, enum ef_call call, int timeout_ms,
-		    enum ef_action action, int fell_back, int result, uint64_t streak)
-{
-	struct slot *s = my_slot;
-	if (__builtin_expect(!s, 0))
-		s = my_slot = claim();
-
-	add(s, call == EF_CALL_WAIT ? EF_C_EPOLL_WAIT : EF_C_EPOLL_PWAIT, 1);
-	add(s, timeout_ms < 0	      ? EF_C_T_NEGATIVE
-	       : timeout_ms == 0      ? EF_C_T_ZERO
-	       : timeout_ms == 1      ? EF_C_T_ONE_MS
-	       : timeout_ms <= c->max_ms ? EF_C_T_UP_TO_MAX
-				      : EF_C_T_LONGER,
-	    1);
-	add(s, action == EF_UPGRADE ? EF_C_UPGRADED
-	       : action == EF_PASS  ? EF_C_PASSED
-				    : EF_C_CLAMPED,
-	    1);
-	if (fell_back)
-		add(s, EF_C_FELL_BACK, 1);
-	if (timeout_ms == 0 && result == 0) {
-		add(s, EF_C_EMPTY_ZERO, 1);
-		raise_max(s, EF_C_LONGEST_STREAK, streak);
-	}
+	return ef_my_slot = &ef_stats_slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
 }
 
 void ef_stats_sum(struct ef_totals *t)
 {
 	memset(t, 0, sizeof(*t));
-	for (unsigned i = 0; i < EF_SLOTS; i++)
-		for (int k = 0; k < EF_C_COUNT; k++) {
-			uint64_t v = atomic_load_explicit(&slots[i].c[k], memory_order_relaxed);
-			if (k == EF_C_LONGEST_STREAK)
-				t->c[k] = v > t->c[k] ? v : t->c[k];
-			else
-				t->c[k] += v;
-		}
+	for (unsigned i = 0; i < EF_SLOTS; i++) {
+		const struct ef_slot *s = &ef_stats_slots[i];
+		for (unsigned call = 0; call < EF_CALL_COUNT; call++)
+			for (unsigned tc = 0; tc < EF_T_COUNT; tc++)
+				for (unsigned o = 0; o < EF_O_COUNT; o++) {
+					uint64_t n = atomic_load_explicit(
+						&s->c[(call * EF_T_COUNT + tc) * EF_O_COUNT + o],
+						memory_order_relaxed);
+					t->calls[call] += n;
+					t->by_class[tc == EF_T_ZERO_EMPTY ? EF_T_ZERO : tc] += n;
+					t->empty_zero += tc == EF_T_ZERO_EMPTY ? n : 0;
+					t->upgraded += o == EF_O_UPGRADED ? n : 0;
+					t->clamped += o == EF_O_CLAMPED || o == EF_O_CLAMP_FELL_BACK ? n : 0;
+					t->passed += o == EF_O_PASSED || o == EF_O_UPGRADE_FELL_BACK ? n : 0;
+					t->fell_back += o >= EF_O_UPGRADE_FELL_BACK ? n : 0;
+				}
+		uint64_t longest = atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed);
+		t->longest_streak = longest > t->longest_streak ? longest : t->longest_streak;
+	}
 }
 
 void ef_stats_after_fork(void)
 {
 	for (unsigned i = 0; i < EF_SLOTS; i++)
-		for (int k = 0; k < EF_C_COUNT; k++)
-			atomic_store_explicit(&slots[i].c[k], 0, memory_order_relaxed);
+		for (unsigned k = 0; k < EF_K_COUNT; k++)
+			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
 }
 
 /* A busy loop this long, with the clamp off, earns a hint in the report. */
@@ -105,27 +63,26 @@ static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
 void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
 		     const char *comm, const char *pwait2, struct ef_buf *out)
 {
-	const uint64_t *n = t->c;
+	const uint64_t *k = t->by_class;
 
 	ef_str(ef_str(line(out, pid, "report"), comm), "\n");
 	ef_str(ef_int(ef_str(ef_int(ef_str(ef_int(line(out, pid, "calls"),
-						   (int64_t)(n[EF_C_EPOLL_WAIT] + n[EF_C_EPOLL_PWAIT])),
-					    " (epoll_wait "), (int64_t)n[EF_C_EPOLL_WAIT]),
-			     ", epoll_pwait "), (int64_t)n[EF_C_EPOLL_PWAIT]), ")\n");
+						   (int64_t)(t->calls[EF_CALL_WAIT] + t->calls[EF_CALL_PWAIT])),
+					    " (epoll_wait "), (int64_t)t->calls[EF_CALL_WAIT]),
+			     ", epoll_pwait "), (int64_t)t->calls[EF_CALL_PWAIT]), ")\n");
 	line(out, pid, "by timeout");
-	ef_int(ef_str(out, "negative "), (int64_t)n[EF_C_T_NEGATIVE]);
-	ef_int(ef_str(out, ", 0 "), (int64_t)n[EF_C_T_ZERO]);
-	ef_int(ef_str(out, ", 1ms "), (int64_t)n[EF_C_T_ONE_MS]);
-	ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "), (int64_t)n[EF_C_T_UP_TO_MAX]);
-	ef_str(ef_int(ef_str(out, ", longer "), (int64_t)n[EF_C_T_LONGER]), "\n");
-	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)n[EF_C_UPGRADED]), "\n");
-	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)n[EF_C_CLAMPED]), "\n");
-	ef_str(ef_int(line(out, pid, "passed through"), (int64_t)n[EF_C_PASSED]), "\n");
-	ef_str(ef_int(line(out, pid, "fell back"), (int64_t)n[EF_C_FELL_BACK]), "\n");
-	ef_str(ef_int(ef_str(ef_int(line(out, pid, "empty zero-timeout polls"),
-				    (int64_t)n[EF_C_EMPTY_ZERO]),
+	ef_int(ef_str(out, "negative "), (int64_t)k[EF_T_NEGATIVE]);
+	ef_int(ef_str(out, ", 0 "), (int64_t)k[EF_T_ZERO]);
+	ef_int(ef_str(out, ", 1ms "), (int64_t)k[EF_T_ONE_MS]);
+	ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "), (int64_t)k[EF_T_UP_TO_MAX]);
+	ef_str(ef_int(ef_str(out, ", longer "), (int64_t)k[EF_T_LONGER]), "\n");
+	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)t->upgraded), "\n");
+	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)t->clamped), "\n");
+	ef_str(ef_int(line(out, pid, "passed through"), (int64_t)t->passed), "\n");
+	ef_str(ef_int(line(out, pid, "fell back"), (int64_t)t->fell_back), "\n");
+	ef_str(ef_int(ef_str(ef_int(line(out, pid, "empty zero-timeout polls"), (int64_t)t->empty_zero),
 			     ", longest streak "),
-		      (int64_t)n[EF_C_LONGEST_STREAK]),
+		      (int64_t)t->longest_streak),
 	       "\n");
 	ef_str(ef_str(line(out, pid, "epoll_pwait2"), pwait2), "\n");
 	line(out, pid, "policy");
@@ -135,9 +92,9 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
 	}
 	ef_str(out, "\n");
-	if (c->clamp_ns == 0 && n[EF_C_LONGEST_STREAK] >= HINT_STREAK)
+	if (c->clamp_ns == 0 && t->longest_streak >= HINT_STREAK)
 		ef_str(ef_str(ef_int(ef_str(line(out, pid, "hint"), "a busy loop of "),
-				     (int64_t)n[EF_C_LONGEST_STREAK]),
+				     (int64_t)t->longest_streak),
 			      " empty zero-timeout polls in a row ran while the clamp was off;"),
 		       " EPOLLFIX_CLAMP=1ms would let it sleep\n");
 }

@@ -1,47 +1,105 @@
 /* Counters of what the library did, and the report a user reads at exit.
  * Each thread owns a slot it alone writes (plain loads and stores, no locked
- * instructions on the wait path); the report sums the slots. */
+ * instructions on the wait path); the report sums the slots. A call costs one
+ * increment, of the counter keyed by (function, timeout class, outcome). */
 #ifndef EPOLLFIX_STATS_H
 #define EPOLLFIX_STATS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "fmt.h"
 #include "policy.h"
 
-enum ef_counter {
-	EF_C_EPOLL_WAIT, /* calls, by function */
-	EF_C_EPOLL_PWAIT,
-	EF_C_T_NEGATIVE, /* calls, by the timeout the program asked for */
-	EF_C_T_ZERO,
-	EF_C_T_ONE_MS,
-	EF_C_T_UP_TO_MAX, /* 2..MAX_MS */
-	EF_C_T_LONGER,
-	EF_C_UPGRADED,  /* by what the library did */
-	EF_C_CLAMPED,
-	EF_C_PASSED,
-	EF_C_FELL_BACK, /* an upgrade or clamp that ran the real call instead */
-	EF_C_EMPTY_ZERO,     /* zero-timeout polls that found nothing */
-	EF_C_LONGEST_STREAK, /* a maximum, not a sum */
-	EF_C_COUNT
+enum ef_call { EF_CALL_WAIT, EF_CALL_PWAIT, EF_CALL_COUNT };
+
+/* Zero timeouts are split by result, so an empty poll costs one increment too. */
+enum ef_tclass {
+	EF_T_NEGATIVE,
+	EF_T_ZERO,       /* found events, or failed */
+	EF_T_ZERO_EMPTY, /* found nothing */
+	EF_T_ONE_MS,
+	EF_T_UP_TO_MAX,
+	EF_T_LONGER,
+	EF_T_COUNT
 };
 
+enum ef_outcome {
+	EF_O_PASSED,
+	EF_O_UPGRADED,
+	EF_O_CLAMPED,
+	EF_O_UPGRADE_FELL_BACK, /* meant to upgrade; epoll_pwait2 unusable: passed */
+	EF_O_CLAMP_FELL_BACK,   /* meant to clamp; epoll_pwait2 unusable: whole ms */
+	EF_O_COUNT
+};
+
+enum {
+	EF_K_LONGEST_STREAK = EF_CALL_COUNT * EF_T_COUNT * EF_O_COUNT, /* a maximum */
+	EF_K_COUNT
+};
+
+struct ef_slot {
+	_Atomic uint64_t c[EF_K_COUNT];
+};
+
+/* Threads beyond the first EF_SLOTS - 1 share the last slot, with atomic adds. */
+#define EF_SLOTS 256
+extern struct ef_slot ef_stats_slots[EF_SLOTS];
+extern __thread struct ef_slot *ef_my_slot __attribute__((tls_model("initial-exec")));
+struct ef_slot *ef_stats_claim(void);
+
+static inline int ef_stats_shared(const struct ef_slot *s)
+{
+	return s == &ef_stats_slots[EF_SLOTS - 1];
+}
+
+static inline enum ef_tclass ef_tclass_of(int timeout_ms, int max_ms, int result)
+{
+	return timeout_ms < 0 ? EF_T_NEGATIVE
+	       : timeout_ms == 0 ? (result == 0 ? EF_T_ZERO_EMPTY : EF_T_ZERO)
+	       : timeout_ms == 1 ? EF_T_ONE_MS
+	       : timeout_ms <= max_ms ? EF_T_UP_TO_MAX
+				     : EF_T_LONGER;
+}
+
+static inline void ef_stats_add(struct ef_slot *s, unsigned k)
+{
+	if (__builtin_expect(ef_stats_shared(s), 0))
+		atomic_fetch_add_explicit(&s->c[k], 1, memory_order_relaxed);
+	else /* the owner is the only writer: a plain add, atomic only for readers */
+		atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
+
+/* Wait path: one call's outcome, with the thread's streak after it. */
+static inline void ef_stats_count(enum ef_call call, int timeout_ms, int max_ms,
+				  enum ef_outcome o, int result, const struct ef_thread *t)
+{
+	struct ef_slot *s = ef_my_slot;
+	if (__builtin_expect(!s, 0))
+		s = ef_stats_claim();
+	ef_stats_add(s, ((unsigned)call * EF_T_COUNT + ef_tclass_of(timeout_ms, max_ms, result)) *
+				EF_O_COUNT + o);
+	if (timeout_ms == 0 && result == 0) {
+		uint64_t longest = atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed);
+		if (t->empty_streak > longest && !ef_stats_shared(s))
+			atomic_store_explicit(&s->c[EF_K_LONGEST_STREAK], t->empty_streak,
+					      memory_order_relaxed);
+	}
+}
+
+/* The report's figures, summed over all slots. */
 struct ef_totals {
-	uint64_t c[EF_C_COUNT];
+	uint64_t calls[EF_CALL_COUNT];
+	uint64_t by_class[EF_T_COUNT];
+	uint64_t upgraded, clamped, passed, fell_back, empty_zero, longest_streak;
 };
-
-enum ef_call { EF_CALL_WAIT, EF_CALL_PWAIT };
-
-/* Wait path: one call's outcome. streak is the thread's empty zero-timeout streak
- * after the call; fell_back says an upgrade or clamp ran the real call instead. */
-void ef_stats_count(const struct ef_config *c, enum ef_call call, int timeout_ms,
-		    enum ef_action action, int fell_back, int result, uint64_t streak);
 
 void ef_stats_sum(struct ef_totals *t);
 
 /* The report, pure: every line starts with "epollfix[pid] ". pwait2 is
- * "available", "not needed yet" or why it is not used. */
+ * "available" or why it is not used. */
 void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
 		     const char *comm, const char *pwait2, struct ef_buf *out);
 

@@ -48,6 +48,7 @@ Test(config, defaults)
 	cr_assert_eq(c.log, EF_LOG_WARN);
 	cr_assert_eq(c.clamp_ns, 0);
 	cr_assert_eq(c.clamp_after, 16);
+	cr_assert_eq(c.clamp_gap_ns, 1000);
 	cr_assert_eq(warning_lines, 0);
 }
 
