@@ -6,8 +6,13 @@
  *   waits=N pid=P t_neg=.. t0=.. t1=.. t2_9=.. t10up=.. pwait2=.. empty=..
  * (calls by the timeout the program asked for; pwait2 counts the program's own
  * epoll_pwait2 calls; empty counts calls with a timeout that returned 0).
+ * With COUNTWAITS_TRACE=PATH it also records the first TRACE_MAX calls and
+ * appends them to PATH at exit, one line each:
+ *   pid tid start_ns(CLOCK_MONOTONIC) duration_ns timeout_ms result api
+ * (timeout_ms of an epoll_pwait2 call rounded up; -1 is infinite).
  * Nothing in the interposed functions uses stdio or locks: only relaxed atomic
- * increments, so it is safe in any thread and in signal handlers. */
+ * increments and clock_gettime, so it is safe in any thread and in signal
+ * handlers. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -30,6 +37,46 @@ typedef int (*pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
 typedef int (*pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
 			 const sigset_t *);
 static _Atomic(void *) next_wait, next_pwait, next_pwait2;
+
+#define TRACE_MAX 20000
+struct trace {
+	long long start_ns, dur_ns;
+	int tid, timeout, result;
+	char api;
+};
+static struct trace *trace_buf; /* set once by the constructor */
+static atomic_ulong trace_n;
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static struct trace *trace_begin(int timeout, char api)
+{
+	if (!trace_buf)
+		return NULL;
+	unsigned long i = atomic_fetch_add_explicit(&trace_n, 1, memory_order_relaxed);
+	if (i >= TRACE_MAX)
+		return NULL;
+	struct trace *t = &trace_buf[i];
+	t->timeout = timeout;
+	t->api = api;
+	t->tid = (int)syscall(SYS_gettid);
+	t->start_ns = now_ns();
+	return t;
+}
+
+static int trace_end(struct trace *t, int r)
+{
+	if (t) {
+		t->dur_ns = now_ns() - t->start_ns;
+		t->result = r < 0 ? -errno : r;
+	}
+	return r;
+}
 
 static void *next(_Atomic(void *) *slot, const char *name)
 {
@@ -70,7 +117,8 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int timeo
 		errno = ENOSYS;
 		return -1;
 	}
-	return done(fn(epfd, ev, maxevents, timeout), timeout);
+	struct trace *t = trace_begin(timeout, 'w');
+	return done(trace_end(t, fn(epfd, ev, maxevents, timeout)), timeout);
 }
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
@@ -82,7 +130,8 @@ EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int time
 		errno = ENOSYS;
 		return -1;
 	}
-	return done(fn(epfd, ev, maxevents, timeout, mask), timeout);
+	struct trace *t = trace_begin(timeout, 'p');
+	return done(trace_end(t, fn(epfd, ev, maxevents, timeout, mask)), timeout);
 }
 
 EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
@@ -98,17 +147,38 @@ EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 		errno = ENOSYS;
 		return -1;
 	}
-	return done(fn(epfd, ev, maxevents, timeout, mask), ms);
+	struct trace *t = trace_begin(ms, '2');
+	return done(trace_end(t, fn(epfd, ev, maxevents, timeout, mask)), ms);
 }
 
 /* Read at load time: some programs (nginx) replace their environment later. */
-static char out_path[4096];
+static char out_path[4096], trace_path[4096];
 
 __attribute__((constructor)) static void read_env(void)
 {
 	const char *path = getenv("COUNTWAITS_OUT");
 	if (path && strlen(path) < sizeof(out_path))
 		strcpy(out_path, path);
+	path = getenv("COUNTWAITS_TRACE");
+	if (path && *path && strlen(path) < sizeof(trace_path)) {
+		strcpy(trace_path, path);
+		trace_buf = calloc(TRACE_MAX, sizeof(*trace_buf));
+	}
+}
+
+static void write_trace(void)
+{
+	unsigned long n = atomic_load_explicit(&trace_n, memory_order_relaxed);
+	FILE *f;
+
+	if (!trace_buf || !(f = fopen(trace_path, "a")))
+		return;
+	for (unsigned long i = 0; i < n && i < TRACE_MAX; i++) {
+		const struct trace *t = &trace_buf[i];
+		fprintf(f, "%ld %d %lld %lld %d %d %c\n", (long)getpid(), t->tid, t->start_ns,
+			t->dur_ns, t->timeout, t->result, t->api);
+	}
+	fclose(f);
 }
 
 /* Runs at exit() and at dlclose; a process ended by _exit or a signal writes
@@ -119,6 +189,7 @@ __attribute__((destructor)) static void write_counts(void)
 	char line[256];
 	unsigned long c[C_N];
 
+	write_trace();
 	if (!*path)
 		return;
 	for (int i = 0; i < C_N; i++)

@@ -13,7 +13,9 @@ static long fired, count = 300, us = 50;
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)revents;
-	late[fired++] = mx_now_ns() - deadline;
+	int64_t fire_ns = mx_now_ns();
+	mx_fire(fire_ns);
+	late[fired++] = fire_ns - deadline;
 	if (fired == count) {
 		ev_break(loop, EVBREAK_ALL);
 		return;
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
 	us = mx_arg(argc, argv, "--us", us);
 	count = mx_arg(argc, argv, "--count", count);
 	late = calloc((size_t)count, sizeof(*late));
+	mx_fires_init(count);
 	struct ev_loop *loop = ev_default_loop(EVBACKEND_EPOLL);
 	if (!loop || ev_backend(loop) != EVBACKEND_EPOLL) {
 		fprintf(stderr, "no epoll backend\n");

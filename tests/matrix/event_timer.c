@@ -18,7 +18,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval tv = { us / 1000000, us % 1000000 };
 	(void)fd, (void)what, (void)arg;
-	late[fired++] = mx_now_ns() - deadline;
+	int64_t fire_ns = mx_now_ns();
+	mx_fire(fire_ns);
+	late[fired++] = fire_ns - deadline;
 	if (fired == count)
 		return;
 	deadline = mx_now_ns() + us * 1000;
@@ -30,6 +32,7 @@ int main(int argc, char **argv)
 	us = mx_arg(argc, argv, "--us", us);
 	count = mx_arg(argc, argv, "--count", count);
 	late = calloc((size_t)count, sizeof(*late));
+	mx_fires_init(count);
 	struct event_base *base = event_base_new();
 	if (!base || strcmp(event_base_get_method(base), "epoll")) {
 		fprintf(stderr, "no epoll backend\n");
@@ -43,6 +46,7 @@ int main(int argc, char **argv)
 	deadline = started + us * 1000;
 	evtimer_add(ev, &tv);
 	event_base_dispatch(base);
+	mx_fires_write();
 	qsort(late, (size_t)fired, sizeof(*late), mx_cmp);
 	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld method=%s precise=%d\n",
 	       fired, fired ? (long long)(late[fired / 2] / 1000) : 0,

@@ -2,11 +2,14 @@
 import time
 
 
-def report(late_ns, started_ns):
+def report(late_ns, started_ns, early=False):
+    """early: also print early=N, the fires more than 100 us before the
+    requested time (a wait that returned before its timeout)."""
     late = sorted(late_ns)
     n = len(late)
     p50 = late[n // 2] // 1000 if n else 0
     p90 = late[n * 9 // 10] // 1000 if n else 0
     elapsed = (time.perf_counter_ns() - started_ns) // 1000000
-    print(f"fires={n} lateness_p50_us={p50} lateness_p90_us={p90} elapsed_ms={elapsed}",
+    extra = f" early={sum(1 for x in late if x < -100000)}" if early else ""
+    print(f"fires={n} lateness_p50_us={p50} lateness_p90_us={p90} elapsed_ms={elapsed}{extra}",
           flush=True)

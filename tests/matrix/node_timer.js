@@ -6,6 +6,7 @@
 const ms = Number(process.argv[2] || 1);
 const count = Number(process.argv[3] || 300);
 const late = [];
+const fires = []; // process.hrtime is libuv's uv_hrtime: CLOCK_MONOTONIC
 const started = process.hrtime.bigint();
 let deadline;
 
@@ -15,10 +16,15 @@ function arm() {
 }
 
 function fire() {
-  late.push(Number(process.hrtime.bigint() - deadline));
+  const now = process.hrtime.bigint();
+  fires.push(now);
+  late.push(Number(now - deadline));
   if (late.length < count) {
     arm();
     return;
+  }
+  if (process.env.MX_FIRES) {
+    require('fs').writeFileSync(process.env.MX_FIRES, fires.map((t) => `${t}\n`).join(''));
   }
   late.sort((a, b) => a - b);
   const n = late.length;

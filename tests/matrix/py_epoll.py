@@ -1,5 +1,6 @@
 """select.epoll().poll(SLEEP) on an idle pipe COUNT times: each poll is one
-fire, its lateness the elapsed time minus SLEEP (CPython rounds it up to 1 ms).
+fire, its lateness the elapsed time minus SLEEP (CPython rounds it up to whole
+ms). Also prints early=N: polls that returned more than 100 us before SLEEP.
 
 usage: py_epoll.py [sleep_seconds=50e-6] [count=300]"""
 import os
@@ -22,4 +23,4 @@ for _ in range(count):
     if ep.poll(sleep_s):
         sys.exit("events on an idle pipe")
     late.append(time.perf_counter_ns() - deadline)
-report(late, started)
+report(late, started, early=True)

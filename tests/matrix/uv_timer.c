@@ -12,7 +12,9 @@ static long fired, count = 300, ms = 1;
 
 static void on_timer(uv_timer_t *t)
 {
-	late[fired++] = mx_now_ns() - deadline;
+	int64_t fire_ns = mx_now_ns();
+	mx_fire(fire_ns);
+	late[fired++] = fire_ns - deadline;
 	if (fired == count) {
 		uv_timer_stop(t);
 		uv_close((uv_handle_t *)t, NULL);
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
 	ms = mx_arg(argc, argv, "--ms", ms);
 	count = mx_arg(argc, argv, "--count", count);
 	late = calloc((size_t)count, sizeof(*late));
+	mx_fires_init(count);
 	uv_loop_t *loop = uv_default_loop();
 	uv_timer_init(loop, &t);
 	uv_update_time(loop);

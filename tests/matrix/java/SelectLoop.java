@@ -20,6 +20,7 @@ public class SelectLoop {
         Selector selector = Selector.open();
         pipe.source().register(selector, SelectionKey.OP_READ);
         long[] elapsed = new long[count];
+        long[] fires = new long[count];
         int zero = 0;
         long started = System.nanoTime();
         for (int i = 0; i < count; i++) {
@@ -30,9 +31,19 @@ public class SelectLoop {
                 System.err.println("keys ready on an idle pipe");
                 System.exit(1);
             }
+            fires[zero] = t0 + t;
             elapsed[zero++] = t;
         }
         long total = System.nanoTime() - started;
+        // MX_FIRES=PATH: the return times (System.nanoTime is CLOCK_MONOTONIC
+        // on Linux), one a line, for tests/matrix/pattern.
+        String firesPath = System.getenv("MX_FIRES");
+        if (firesPath != null) {
+            StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < zero; i++)
+                sb.append(fires[i]).append('\n');
+            java.nio.file.Files.writeString(java.nio.file.Path.of(firesPath), sb);
+        }
         Arrays.sort(elapsed, 0, zero);
         long req = ms * 1000000L;
         int early = 0;

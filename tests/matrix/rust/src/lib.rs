@@ -4,16 +4,45 @@ use std::time::{Duration, Instant};
 /// Prints "fires=N lateness_p50_us=.. lateness_p90_us=.. elapsed_ms=..";
 /// lateness holds, per fire, nanoseconds past the requested deadline.
 pub fn report(lateness: &mut [i64], started: Instant) {
+    report_early(lateness, started, false)
+}
+
+/// report, plus " early=N" when `early`: the fires more than 100 us before
+/// their deadline (a wait that returned before its timeout).
+pub fn report_early(lateness: &mut [i64], started: Instant, early: bool) {
     lateness.sort_unstable();
     let n = lateness.len();
     let pick = |q: usize| if n == 0 { 0 } else { lateness[(n * q / 100).min(n - 1)] / 1000 };
+    let extra = if early {
+        format!(" early={}", lateness.iter().filter(|&&x| x < -100_000).count())
+    } else {
+        String::new()
+    };
     println!(
-        "fires={} lateness_p50_us={} lateness_p90_us={} elapsed_ms={}",
+        "fires={} lateness_p50_us={} lateness_p90_us={} elapsed_ms={}{}",
         n,
         pick(50),
         pick(90),
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        extra
     );
+}
+
+/// CLOCK_MONOTONIC in ns, the clock of the countwaits trace.
+pub fn mono_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+}
+
+/// With MX_FIRES=PATH, writes the fire times (CLOCK_MONOTONIC ns), one a line,
+/// for tests/matrix/pattern.
+pub fn write_fires(fires: &[i64]) {
+    if let Some(path) = std::env::var_os("MX_FIRES") {
+        let text: String = fires.iter().map(|t| format!("{}\n", t)).collect();
+        let _ = std::fs::write(path, text);
+    }
 }
 
 /// "--name value" pairs with numeric values; unknown options end the program.

@@ -1,8 +1,9 @@
 //! mio's Poll::poll(Some(D)) on an idle loopback listener, COUNT times: each
-//! call is one fire, its lateness the elapsed time minus D.
+//! call is one fire, its lateness the elapsed time minus D. Also prints
+//! early=N: polls that returned more than 100 us before D.
 //!
 //!   ef-mio [--us 50] [--count 300]
-use epollfix_matrix::{arg, late_ns, micros, report};
+use epollfix_matrix::{arg, late_ns, micros, report_early};
 use mio::{net::TcpListener, Events, Interest, Poll, Token};
 use std::time::Instant;
 
@@ -27,5 +28,5 @@ fn main() {
         }
         lateness.push(late_ns(deadline));
     }
-    report(&mut lateness, started);
+    report_early(&mut lateness, started, true);
 }

@@ -2,7 +2,7 @@
 //! time enabled (the time driver parks on mio's epoll_wait).
 //!
 //!   ef-tokio [--us 1000] [--count 300]
-use epollfix_matrix::{arg, late_ns, micros, report};
+use epollfix_matrix::{arg, late_ns, micros, mono_ns, report, write_fires};
 use std::time::Instant;
 
 fn main() {
@@ -15,12 +15,15 @@ fn main() {
         .expect("runtime");
     let started = Instant::now();
     let mut lateness = Vec::with_capacity(count);
+    let mut fires = Vec::with_capacity(count);
     rt.block_on(async {
         for _ in 0..count {
             let deadline = Instant::now() + micros(us);
             tokio::time::sleep(micros(us)).await;
             lateness.push(late_ns(deadline));
+            fires.push(mono_ns());
         }
     });
+    write_fires(&fires);
     report(&mut lateness, started);
 }
