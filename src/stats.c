@@ -74,7 +74,9 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 	ef_int(ef_str(out, "negative "), (int64_t)k[EF_T_NEGATIVE]);
 	ef_int(ef_str(out, ", 0 "), (int64_t)k[EF_T_ZERO]);
 	ef_int(ef_str(out, ", 1ms "), (int64_t)k[EF_T_ONE_MS]);
-	ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "), (int64_t)k[EF_T_UP_TO_MAX]);
+	if (c->max_ms > 1) /* else the class is empty by definition */
+		ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "),
+		       (int64_t)k[EF_T_UP_TO_MAX]);
 	ef_str(ef_int(ef_str(out, ", longer "), (int64_t)k[EF_T_LONGER]), "\n");
 	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)t->upgraded), "\n");
 	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)t->clamped), "\n");

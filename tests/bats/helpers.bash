@@ -1,5 +1,6 @@
 # Shared by every .bats file. LD_PRELOAD is set only on the command under test,
 # through `preload`; bats, bash and the helpers themselves never run preloaded.
+bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load.bash
 load /usr/lib/bats/bats-assert/load.bash
 

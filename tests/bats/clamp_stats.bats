@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# The busy-loop clamp and the stats report (issue 3), on real programs.
+
+setup() {
+	load helpers
+}
+
+# report_value KEY: the text after "epollfix[pid] KEY: " in $output.
+report_value() {
+	sed -n "s/^epollfix\[[0-9]*\] $1: //p" <<<"$output" | head -1
+}
+
+@test "busy loop: most of a core without the clamp, under 10% with EPOLLFIX_CLAMP=1ms" {
+	run preload "$EPOLLFIX_PROGS/ef-busy" --seconds 1
+	assert_success
+	without=$(field cpu_pct)
+	run preload EPOLLFIX_CLAMP=1ms "$EPOLLFIX_PROGS/ef-busy" --seconds 1
+	assert_success
+	with=$(field cpu_pct)
+	[ "$without" -ge 50 ] || fail "without the clamp only ${without}% CPU"
+	[ "$with" -lt 10 ] || fail "with the clamp ${with}% CPU (without: ${without}%)"
+}
+
+@test "busy loop through epoll_pwait is clamped too" {
+	run preload EPOLLFIX_CLAMP=1ms "$EPOLLFIX_PROGS/ef-busy" --seconds 1 --api pwait
+	assert_success
+	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
+}
+
+@test "clamped waits return at once on readiness: every event, none waits for the clamp" {
+	# A 100ms clamp makes a missed wake-up impossible to overlook: events arrive
+	# every 5ms, so any that waited for the clamp would be 10s of ms late.
+	run preload EPOLLFIX_CLAMP=100ms "$EPOLLFIX_PROGS/ef-busy" --seconds 1 --writer-us 5000
+	assert_success
+	w=$(field written) r=$(field read)
+	[ "$w" -gt 100 ] && [ "$w" = "$r" ] || fail "written $w, read $r: $output"
+	[ "$(field latency_median_us)" -lt 1000 ] || fail "$output"
+	[ "$(field max_us)" -lt 50000 ] || fail "an event waited for the clamp: $output"
+	run preload EPOLLFIX_CLAMP=100ms EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5 --writer-us 5000
+	assert_success
+	[ "$(report_value clamped)" -gt 10 ] || fail "the clamp never engaged: $output"
+}
+
+@test "sub-ms clamp goes through epoll_pwait2; without it, rounds up to 1ms" {
+	run preload EPOLLFIX_CLAMP=100us EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5
+	assert_success
+	[ "$(field cpu_pct)" -lt 50 ] || fail "$output"
+	assert_line --regexp "epoll_pwait2: available"
+	run preload "$EPOLLFIX_PROGS/ef-filter" enosys \
+		env EPOLLFIX_CLAMP=100us EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5
+	assert_success
+	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
+	assert_line --regexp "epoll_pwait2: unavailable \(ENOSYS"
+	# About 500 whole-ms waits fit in 0.5s.
+	[ "$(report_value "fell back")" -gt 300 ] || fail "$output"
+}
+
+@test "asyncio with ready callbacks and sleeps runs no slower with the clamp on" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	local off=() on=()
+	for i in 1 2 3; do
+		run preload "$py" "$PROGS_SRC/asyncio_mix.py" 20
+		assert_success
+		off+=("$(field elapsed_ms)")
+		run preload EPOLLFIX_CLAMP=1ms EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_mix.py" 20
+		assert_success
+		on+=("$(field elapsed_ms)")
+		clamped=$(report_value clamped)
+		# The report must also show that the loop had long runs of empty polls:
+		# only the gap rule keeps them from being clamped.
+		streak=$(report_value "empty zero-timeout polls" | sed 's/.*longest streak //')
+	done
+	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	[ "$streak" -gt 16 ] || fail "the program never polled 16 times in a row with nothing ready"
+	[ "$clamped" -lt 10 ] || fail "asyncio's ready-callback polls were clamped $clamped times"
+	[ "$(med "${on[@]}")" -le $(( $(med "${off[@]}") * 3 / 2 + 20 )) ] ||
+		fail "with the clamp: ${on[*]} ms; without: ${off[*]} ms"
+}
+
+@test "report counts match the program's calls (epoll_wait and epoll_pwait)" {
+	for api in wait pwait; do
+		run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --api "$api" \
+			--zero 100 --one 20 --ready 10 --long 5
+		assert_success
+		output=$stderr
+		if [ "$api" = wait ]; then
+			assert_equal "$(report_value calls)" "135 (epoll_wait 135, epoll_pwait 0)"
+		else
+			assert_equal "$(report_value calls)" "135 (epoll_wait 0, epoll_pwait 135)"
+		fi
+		assert_equal "$(report_value "by timeout")" "negative 10, 0 100, 1ms 20, longer 5"
+		assert_equal "$(report_value upgraded)" 20
+		assert_equal "$(report_value clamped)" 0
+		assert_equal "$(report_value "passed through")" 115
+		assert_equal "$(report_value "empty zero-timeout polls")" "100, longest streak 100"
+		assert_equal "$(report_value epoll_pwait2)" available
+	done
+}
+
+@test "report counts add up over threads" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --threads 8 \
+		--zero 50 --one 5 --ready 3 --long 2
+	assert_success
+	output=$stderr
+	assert_equal "$(report_value calls)" "480 (epoll_wait 480, epoll_pwait 0)"
+	assert_equal "$(report_value "by timeout")" "negative 24, 0 400, 1ms 40, longer 16"
+	assert_equal "$(report_value "empty zero-timeout polls")" "400, longest streak 50"
+}
+
+@test "a forking program: each process reports its own calls, once, to its own file" {
+	dir=$(mktemp -d)
+	run preload EPOLLFIX_STATS="$dir/report.%p" "$EPOLLFIX_PROGS/ef-calls" --fork --threads 2 \
+		--zero 30 --one 4 --ready 2 --long 1
+	assert_success
+	files=("$dir"/report.*)
+	[ "${#files[@]}" = 2 ] || fail "expected 2 reports: ${files[*]}"
+	for f in "${files[@]}"; do
+		output=$(cat "$f")
+		assert_equal "$(grep -c ' report: ' "$f")" 1
+		assert_equal "$(report_value calls)" "74 (epoll_wait 74, epoll_pwait 0)"
+		assert_equal "$(report_value "by timeout")" "negative 4, 0 60, 1ms 8, longer 2"
+	done
+	rm -rf "$dir"
+}
+
+@test "reports of concurrent processes never interleave mid-line" {
+	dir=$(mktemp -d)
+	for i in 1 2 3 4 5 6; do
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS="$dir/all" "$EPOLLFIX_PROGS/ef-calls" --fork &
+	done
+	wait
+	run cat "$dir/all"
+	assert_equal "$(grep -c ' report: ' "$dir/all")" 12
+	# Every line is a whole report line of one process.
+	assert_equal "$(grep -c 'epollfix\[.*epollfix\[' "$dir/all")" 0
+	assert_equal "$(grep -cvE '^epollfix\[[0-9]+\] [a-z0-9_ -]+: ' "$dir/all")" 0
+	rm -rf "$dir"
+}
+
+@test "a long empty streak with the clamp off earns a hint naming EPOLLFIX_CLAMP" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.2
+	assert_success
+	output=$stderr
+	assert_output --regexp "hint: a busy loop of [0-9]+ empty zero-timeout polls in a row .* EPOLLFIX_CLAMP=1ms"
+	run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_CLAMP=1ms "$EPOLLFIX_PROGS/ef-busy" --seconds 0.2
+	output=$stderr
+	refute_output --partial "hint:"
+}
+
+@test "stats report to an unwritable path falls back to stderr with a warning" {
+	run --separate-stderr preload EPOLLFIX_STATS=/nonexistent/dir/r.%p "$EPOLLFIX_PROGS/ef-calls"
+	assert_success
+	assert_equal "$(head -1 <<<"$stderr")" \
+		"epollfix: EPOLLFIX_STATS='/nonexistent/dir/r.%p' cannot be opened (No such file or directory); the report goes to stderr"
+	output=$stderr
+	assert_equal "$(report_value calls)" "135 (epoll_wait 135, epoll_pwait 0)"
+}
+
+@test "bad clamp values warn and the program runs unclamped" {
+	run --separate-stderr preload EPOLLFIX_CLAMP=soon "$EPOLLFIX_PROGS/ef-busy" --seconds 0.3
+	assert_success
+	assert_equal "$stderr" "epollfix: EPOLLFIX_CLAMP='soon' is not a duration (like 50us); using off"
+	[ "$(field cpu_pct)" -ge 50 ] || fail "$output"
+	run --separate-stderr preload EPOLLFIX_CLAMP=1ms EPOLLFIX_CLAMP_GAP=-1us "$EPOLLFIX_PROGS/ef-busy" --seconds 0.3
+	assert_success
+	assert_equal "$stderr" "epollfix: EPOLLFIX_CLAMP_GAP='-1us' is negative (1ns to 1s); using 1us"
+	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
+}

@@ -1,0 +1,106 @@
+/* A busy loop: epoll_wait(fd, ev, n, 0) on one thread for --seconds, handling
+ * whatever arrives. With --writer-us N a second thread writes an 8-byte
+ * timestamp into a pipe every N us, and the loop reports how long each one took
+ * to be read.
+ *
+ *   ef-busy [--seconds S] [--api wait|pwait] [--writer-us N]
+ *
+ * Prints "cpu_pct=.. polls=.. written=.. read=.. latency_p50_us=.. latency_max_us=..";
+ * cpu_pct is the process's user+system time over wall time. */
+#include "common.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static int fds[2];
+static long writer_us;
+static atomic_int stop;
+static atomic_long written;
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		struct timespec d = { writer_us / 1000000, (writer_us % 1000000) * 1000 };
+		nanosleep(&d, NULL);
+		int64_t t = now_ns();
+		if (write(fds[1], &t, sizeof(t)) != sizeof(t))
+			abort();
+		atomic_fetch_add(&written, 1);
+	}
+	return NULL;
+}
+
+static int64_t cpu_ns(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 1.0;
+	int use_pwait = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--api") && i + 1 < argc)
+			use_pwait = !strcmp(argv[++i], "pwait");
+		else if (!strcmp(argv[i], "--writer-us") && i + 1 < argc)
+			writer_us = atol(argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--seconds S] [--api wait|pwait] [--writer-us N]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	int ep = epoll_create1(0);
+	if (ep < 0 || pipe(fds) || fcntl(fds[0], F_SETFL, O_NONBLOCK))
+		return 1;
+	struct epoll_event ev = { .events = EPOLLIN }, out[8];
+	epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev);
+	sigset_t none;
+	sigemptyset(&none);
+
+	pthread_t t;
+	if (writer_us > 0)
+		pthread_create(&t, NULL, writer, NULL);
+	size_t cap = 1 << 20, nread = 0;
+	int64_t *lat = calloc(cap, sizeof(*lat));
+	long polls = 0;
+	int64_t start = now_ns(), cpu0 = cpu_ns(), end = start + (int64_t)(seconds * 1e9);
+	while (now_ns() < end) {
+		int r = use_pwait ? epoll_pwait(ep, out, 8, 0, &none) : epoll_wait(ep, out, 8, 0);
+		polls++;
+		if (r < 0 && errno != EINTR)
+			return 1;
+		int64_t stamp;
+		while (r > 0 && read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp))
+			if (nread < cap)
+				lat[nread++] = now_ns() - stamp;
+	}
+	int64_t wall = now_ns() - start, cpu = cpu_ns() - cpu0;
+	atomic_store(&stop, 1);
+	if (writer_us > 0) {
+		pthread_join(t, NULL);
+		/* What the writer sent after the loop stopped is not the loop's to read. */
+		int64_t stamp;
+		while (read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp))
+			atomic_fetch_sub(&written, 1);
+	}
+	printf("cpu_pct=%lld polls=%ld written=%ld read=%zu", (long long)(cpu * 100 / wall), polls,
+	       atomic_load(&written), nread);
+	if (nread) {
+		printf(" latency_");
+		print_summary(lat, nread);
+	}
+	printf("\n");
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* A known sequence of epoll calls, so the stats report can be checked against
+ * what the program did. Each thread (and, with --fork, each process) makes, in
+ * order: --zero N empty zero-timeout polls, --one N waits of 1 ms on an idle fd,
+ * --ready N waits of -1 ms on a ready fd, --long N waits of 5 ms on an idle fd.
+ *
+ *   ef-calls [--api wait|pwait] [--threads T] [--fork] [--zero N] [--one N]
+ *            [--ready N] [--long N] */
+#include "common.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int use_pwait;
+static long n_zero = 100, n_one = 20, n_ready = 10, n_long = 5;
+
+static int call(int ep, struct epoll_event *out, int timeout)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	return use_pwait ? epoll_pwait(ep, out, 4, timeout, &none) : epoll_wait(ep, out, 4, timeout);
+}
+
+static void *pattern(void *arg)
+{
+	(void)arg;
+	int idle = epoll_create1(0), ready = epoll_create1(0), p[2], q[2];
+	if (idle < 0 || ready < 0 || pipe(p) || pipe(q) || write(q[1], "x", 1) != 1)
+		abort();
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	epoll_ctl(idle, EPOLL_CTL_ADD, p[0], &ev);
+	epoll_ctl(ready, EPOLL_CTL_ADD, q[0], &ev);
+	for (long i = 0; i < n_zero; i++)
+		if (call(idle, out, 0) != 0)
+			abort();
+	for (long i = 0; i < n_one; i++)
+		if (call(idle, out, 1) != 0)
+			abort();
+	for (long i = 0; i < n_ready; i++)
+		if (call(ready, out, -1) != 1)
+			abort();
+	for (long i = 0; i < n_long; i++)
+		if (call(idle, out, 5) != 0)
+			abort();
+	close(idle), close(ready), close(p[0]), close(p[1]), close(q[0]), close(q[1]);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long threads = 1;
+	int do_fork = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--api") && i + 1 < argc)
+			use_pwait = !strcmp(argv[++i], "pwait");
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			threads = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--fork"))
+			do_fork = 1;
+		else if (!strcmp(argv[i], "--zero") && i + 1 < argc)
+			n_zero = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--one") && i + 1 < argc)
+			n_one = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
+			n_ready = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--long") && i + 1 < argc)
+			n_long = atol(argv[++i]);
+		else {
+			fprintf(stderr, "usage: see the comment at the top of call_pattern.c\n");
+			return 2;
+		}
+	}
+	pid_t child = do_fork ? fork() : -1;
+	pthread_t t[64];
+	for (long i = 0; i < threads && i < 64; i++)
+		pthread_create(&t[i], NULL, pattern, NULL);
+	for (long i = 0; i < threads && i < 64; i++)
+		pthread_join(t[i], NULL);
+	if (child > 0) {
+		int st;
+		waitpid(child, &st, 0);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	return 0;
+}
