@@ -1,0 +1,162 @@
+/* Processes: the library keeps working, and keeps out of the way, across fork,
+ * vfork, exec and dlopen.
+ *
+ *   ef-proc measure [pwait]    median of 40 1 ms waits: "median_us=N ..."
+ *   ef-proc fork N             threads wait (1 ms) and change the policy at
+ *                              run time while the main thread forks N times;
+ *                              every child measures its own waits and changes
+ *                              the policy once; prints the children's medians
+ *   ef-proc vfork-exec PROG... waits, then vfork + exec of PROG (and the same
+ *                              with posix_spawn); exit status of PROG
+ *   ef-proc exec PROG...       waits, then exec PROG
+ *   ef-proc dlopen LIB         dlopen LIB and measure with its function */
+#include "hard.h"
+
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+static atomic_int quit;
+static int shared_ep;
+
+static void *busy_waiter(void *arg)
+{
+	(void)arg;
+	struct epoll_event out[2];
+	while (!atomic_load(&quit))
+		epoll_wait(shared_ep, out, 2, 1);
+	return NULL;
+}
+
+typedef int (*set_fn)(const char *, char *, size_t);
+
+static void *policy_writer(void *arg)
+{
+	set_fn set = (set_fn)arg;
+	for (unsigned i = 0; !atomic_load(&quit); i++)
+		set(i % 2 ? "subms=50us" : "subms=60us", NULL, 0);
+	return NULL;
+}
+
+static int fork_threads(int n)
+{
+	shared_ep = idle_epoll();
+	set_fn set;
+	*(void **)&set = dlsym(RTLD_DEFAULT, "epollfix_set");
+	pthread_t t[4];
+	int nt = 0;
+	for (; nt < 3; nt++)
+		pthread_create(&t[nt], NULL, busy_waiter, NULL);
+	if (set) /* a writer forever inside the seqlock's critical section, statistically */
+		pthread_create(&t[nt++], NULL, policy_writer, (void *)set);
+	long lo = 1L << 30, hi = -1;
+	int ok = 0;
+	for (int i = 0; i < n; i++) {
+		int p[2];
+		if (pipe(p))
+			return 2;
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(20); /* a child that hangs (a lock held at fork) dies */
+			if (set && set("subms=50us", NULL, 0) != 0)
+				_exit(3);
+			long m = median_wait_us(idle_epoll(), i % 2, 1, 40);
+			if (write(p[1], &m, sizeof(m)) != sizeof(m))
+				_exit(4);
+			_exit(m < 0 ? 5 : 0);
+		}
+		close(p[1]);
+		long m = -1;
+		int status;
+		if (read(p[0], &m, sizeof(m)) != sizeof(m))
+			m = -1;
+		close(p[0]);
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && m >= 0) {
+			ok++;
+			lo = m < lo ? m : lo;
+			hi = m > hi ? m : hi;
+		} else {
+			printf("child %d: status %#x median %ld\n", i, status, m);
+		}
+	}
+	atomic_store(&quit, 1);
+	for (int i = 0; i < nt; i++)
+		pthread_join(t[i], NULL);
+	printf("children=%d ok=%d child_min_median_us=%ld child_max_median_us=%ld\n", n, ok, lo, hi);
+	return ok == n ? 0 : 1;
+}
+
+static int run_child(char **argv, int use_vfork)
+{
+	pid_t pid;
+	int status;
+	if (use_vfork) {
+		pid = vfork();
+		if (pid == 0) {
+			execv(argv[0], argv);
+			_exit(127);
+		}
+	} else if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ)) {
+		return 127;
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 126;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "measure")) {
+		int pw = argc > 2 && !strcmp(argv[2], "pwait");
+		long m = median_wait_us(idle_epoll(), pw, 1, 40);
+		printf("median_us=%ld ", m);
+		print_counters();
+		printf("\n");
+		return m < 0;
+	}
+	if (!strcmp(mode, "fork"))
+		return fork_threads(argc > 2 ? atoi(argv[2]) : 20);
+	if (argc > 2 && (!strcmp(mode, "vfork-exec") || !strcmp(mode, "exec"))) {
+		/* The library is in use here first (probed, threads running). */
+		shared_ep = idle_epoll();
+		pthread_t t;
+		pthread_create(&t, NULL, busy_waiter, NULL);
+		if (median_wait_us(shared_ep, 0, 1, 10) < 0)
+			return 2;
+		fflush(stdout);
+		if (!strcmp(mode, "exec")) {
+			execv(argv[2], argv + 2);
+			perror("execv");
+			return 127;
+		}
+		int a = run_child(argv + 2, 1), b = run_child(argv + 2, 0);
+		atomic_store(&quit, 1);
+		pthread_join(t, NULL);
+		printf("vfork: %d posix_spawn: %d\n", a, b);
+		return a || b;
+	}
+	if (!strcmp(mode, "dlopen") && argc > 2) {
+		void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+		long (*fn)(int);
+		if (!h) {
+			fprintf(stderr, "dlopen: %s\n", dlerror());
+			return 2;
+		}
+		*(void **)&fn = dlsym(h, "ef_dl_median_us");
+		if (!fn)
+			return 2;
+		long m = fn(40);
+		printf("median_us=%ld\n", m);
+		dlclose(h);
+		return m < 0;
+	}
+	fprintf(stderr, "usage: %s measure [pwait]|fork N|vfork-exec PROG...|exec PROG...|dlopen LIB\n",
+		argv[0]);
+	return 2;
+}
