@@ -220,7 +220,7 @@ static int cancel(int rounds)
 	int ep = idle_epoll();
 	unsigned seed = 99;
 	int cancelled = 0;
-	alarm(60); /* a thread that never goes: killed by SIGALRM, the test fails */
+	alarm(20); /* a thread that never goes: killed by SIGALRM, the test fails */
 	for (int i = 0; i < rounds; i++) {
 		pthread_t t;
 		int pw = i % 2;
@@ -266,12 +266,9 @@ static int pwait2(void)
 			   { "epfd -1", -1, &us50 } };
 		for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
 			errno = EXDEV;
-			int64_t t0 = now_ns();
 			int r = how ? libc_pw2(cs[i].ep, out, 2, cs[i].t, NULL)
 				    : (int)syscall(SYS_epoll_pwait2, cs[i].ep, out, 2, cs[i].t, NULL, 8);
-			long us = (long)((now_ns() - t0) / 1000);
-			printf("%s %-10s r=%d errno=%s%s\n", name, cs[i].what, r, errname(errno),
-			       us > 900 ? " (took over 900us)" : "");
+			printf("%s %-10s r=%d errno=%s\n", name, cs[i].what, r, errname(errno));
 		}
 	}
 	return 0;

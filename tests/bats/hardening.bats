@@ -1,0 +1,272 @@
+#!/usr/bin/env bats
+# Issue 6, hardening: the library never loses an event, never changes a call's
+# result or errno, and keeps working across threads, signals, cancellation,
+# fork, vfork, exec, dlopen, early constructors, another preload library and
+# seccomp filters. Each test compares with the same run without the library
+# where that is the oracle.
+
+setup() {
+	# helpers.bash unsets EPOLLFIX_* variables it does not know: keep ours first.
+	HARD_BUILD="${EPOLLFIX_TESTS_BUILD:-}"
+	load helpers
+	H="${HARD_BUILD:-$(dirname "$EPOLLFIX_PROGS")}/hardening"
+	[ -x "$H/ef-stress" ] || fail "hardening programs not built in $H"
+}
+
+# preload_with first|last LIB command...: the library and another preload LIB,
+# LIB after or before it in LD_PRELOAD.
+preload_with() {
+	local order=$1 other=$2
+	shift 2
+	if [ "$order" = first ]; then
+		env LD_PRELOAD="$EPOLLFIX_LIB:$other" "$@"
+	else
+		env LD_PRELOAD="$other:$EPOLLFIX_LIB" "$@"
+	fi
+}
+
+# The value of NAME=value in $output, any characters but blanks.
+word() {
+	sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$output" | head -1
+}
+
+assert_all_read() {
+	assert_success
+	local total
+	total=$(word written)
+	[ -n "$total" ] && [ "$total" -gt 0 ] || fail "nothing written: $output"
+	assert_output --partial "written=$total read=$total lost=0 dup=0 bad=0 errors=0"
+}
+
+# ---- stress ---------------------------------------------------------------
+
+@test "stress: every event read exactly once without the library (the oracle)" {
+	run "$H/ef-stress" --messages 3000 --seconds 60
+	assert_all_read
+	assert_output --partial "library=absent"
+}
+
+@test "stress: every event read exactly once with the library (LT, ET, ONESHOT, EXCLUSIVE)" {
+	run preload "$H/ef-stress" --messages 3000 --seconds 60 --seed 2
+	assert_all_read
+	[ "$(word upgraded)" -gt 100 ] || fail "too few upgraded waits: $output"
+}
+
+@test "stress: every event read exactly once with MAX_MS=5 and the clamp on" {
+	run preload EPOLLFIX_MAX_MS=5 EPOLLFIX_CLAMP=200us EPOLLFIX_CLAMP_AFTER=2 \
+		"$H/ef-stress" --messages 3000 --seconds 60 --seed 3
+	assert_all_read
+	# -1 and 0 pass through; 1, 2 and 5 are all upgraded.
+	[ "$(word upgraded)" -gt "$(word t1)" ] || fail "2 and 5 ms not upgraded: $output"
+}
+
+@test "stress: every event read exactly once when epoll_pwait2 is refused (EPERM, ENOSYS)" {
+	for how in eperm enosys; do
+		run preload "$EPOLLFIX_PROGS/ef-filter" "$how" "$H/ef-stress" --messages 1000 --seconds 60
+		assert_all_read
+		assert_output --partial "upgraded=0"
+	done
+}
+
+@test "stress: a kill-on-epoll_pwait2 filter from the start kills nothing, loses nothing" {
+	run preload "$EPOLLFIX_PROGS/ef-filter" kill "$H/ef-stress" --messages 1000 --seconds 60
+	assert_all_read
+	assert_output --partial "upgraded=0"
+}
+
+# ---- semantics: the same output with and without -------------------------
+
+# same MODE... : runs ef-sem MODE without, then with the library (all of
+# 1, 2 and 5 ms upgraded), and requires both to succeed with the same output.
+same() {
+	run "$H/ef-sem" "$@"
+	assert_success
+	local without=$output
+	run preload EPOLLFIX_MAX_MS=5 "$H/ef-sem" "$@"
+	assert_success
+	[ "$output" = "$without" ] || fail "$(diff <(echo "$without") <(echo "$output"))"
+	run preload "$H/ef-sem" "$@"
+	assert_success
+	[ "$output" = "$without" ] || fail "$(diff <(echo "$without") <(echo "$output"))"
+}
+
+@test "bad arguments: EBADF, EINVAL, EFAULT and errno on success, as the real calls" {
+	same badargs
+	assert_line "ok"
+	assert_line --regexp '^events PROT_NONE, one ready +epoll_wait +t=1 +r=-1 errno=EFAULT$'
+	assert_line --regexp '^maxevents 0 +epoll_pwait +t=1 +r=-1 errno=EINVAL$'
+}
+
+@test "EINTR: a signal with SA_RESTART ends the wait (epoll never restarts)" {
+	same eintr
+	assert_line "ok"
+	assert_line --regexp '^epoll_wait +t=1 +r=-1 errno=EINTR handler=ran$'
+}
+
+@test "timeouts INT_MAX, INT_MIN, -2, 1000, 999, 3 return the event" {
+	same long
+	assert_line "ok"
+}
+
+@test "programs calling epoll_pwait2 themselves (libc and raw) are untouched" {
+	same pwait2
+	run preload "$H/ef-sem" pwait2
+	assert_line --regexp '^raw epoll_pwait2 idle 50us +r=0 errno=EXDEV'
+}
+
+@test "programs calling epoll_pwait2 under an EPERM filter still see EPERM" {
+	run "$EPOLLFIX_PROGS/ef-filter" eperm "$H/ef-sem" pwait2
+	assert_success
+	local without=$output
+	assert_line --regexp '^raw epoll_pwait2 idle 50us +r=-1 errno=EPERM$'
+	run preload "$EPOLLFIX_PROGS/ef-filter" eperm "$H/ef-sem" pwait2
+	assert_success
+	[ "$output" = "$without" ] || fail "$(diff <(echo "$without") <(echo "$output"))"
+}
+
+@test "the epoll_pwait signal mask: compared with the run without" {
+	run "$EPOLLFIX_PROGS/ef-sigmask"
+	assert_success
+	local without=$output
+	run preload EPOLLFIX_MAX_MS=5 "$EPOLLFIX_PROGS/ef-sigmask"
+	assert_success
+	[ "$output" = "$without" ] || fail "$(diff <(echo "$without") <(echo "$output"))"
+}
+
+@test "cancellation: threads cancelled during waits go (without the library)" {
+	run "$H/ef-sem" cancel 60
+	assert_success
+	assert_output "rounds=60 cancelled=60"
+}
+
+@test "cancellation: threads cancelled during upgraded waits go (with the library)" {
+	run preload "$H/ef-sem" cancel 60
+	assert_success
+	assert_output "rounds=60 cancelled=60"
+	run preload EPOLLFIX_MAX_MS=5 EPOLLFIX_SUBMS=1ms "$H/ef-sem" cancel 60
+	assert_success
+	assert_output "rounds=60 cancelled=60"
+}
+
+# ---- processes --------------------------------------------------------------
+
+@test "fork from a threaded program (threads waiting, policy changing): children work" {
+	run "$H/ef-proc" fork 10
+	assert_success
+	[ "$(word child_min_median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+	run preload "$H/ef-proc" fork 30
+	assert_success
+	assert_output --partial "children=30 ok=30"
+	[ "$(word child_max_median_us)" -lt "$UPGRADED_US" ] || fail "$output"
+}
+
+@test "vfork + exec and posix_spawn: the child inherits LD_PRELOAD and is upgraded" {
+	run preload "$H/ef-proc" vfork-exec "$H/ef-proc" measure
+	assert_success
+	assert_line "vfork: 0 posix_spawn: 0"
+	[ "$(grep -c 'upgraded=40 ' <<<"$output")" = 2 ] || fail "$output"
+	run "$H/ef-proc" vfork-exec "$H/ef-proc" measure
+	assert_success
+	[ "$(grep -c 'library=absent' <<<"$output")" = 2 ] || fail "$output"
+}
+
+@test "exec: the new program keeps the library" {
+	run preload "$H/ef-proc" exec "$H/ef-proc" measure pwait
+	assert_success
+	assert_output --partial "upgraded=40 "
+	assert_upgraded
+}
+
+@test "dlopen'ed code calling epoll_wait is upgraded" {
+	run "$H/ef-proc" dlopen "$H/libef-dlwait.so"
+	assert_success
+	assert_rounded
+	run preload "$H/ef-proc" dlopen "$H/libef-dlwait.so"
+	assert_success
+	assert_upgraded
+}
+
+@test "a library constructor waiting before the library's own constructor" {
+	run "$H/ef-ctor"
+	assert_success
+	[ "$(word ctor_median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+	run preload "$H/ef-ctor"
+	assert_success
+	[ "$(word ctor_median_us)" -lt "$UPGRADED_US" ] || fail "$output"
+	# The environment is read on that first call: EPOLLFIX_SUBMS applies already.
+	run preload EPOLLFIX_SUBMS=700us "$H/ef-ctor"
+	assert_success
+	m=$(word ctor_median_us)
+	[ "$m" -gt 650 ] && [ "$m" -lt "$ROUNDED_US" ] || fail "$output"
+	if [ "$EPOLLFIX_LIBC" = glibc ]; then
+		# That constructor does run first (glibc's loader says so).
+		run preload LD_DEBUG=files "$H/ef-ctor"
+		order=$(grep -o 'calling init: .*lib\(ef-ctorwait\|epollfix\)\.so' <<<"$output" | sed 's/.*\///')
+		assert_equal "$(echo $order)" "libef-ctorwait.so libepollfix.so"
+	fi
+}
+
+# ---- another preload library: libfaketime -----------------------------------
+
+faketime_lib() {
+	local f
+	for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+		[ -f "$f" ] && echo "$f" && return 0
+	done
+	return 1
+}
+
+@test "libfaketime (also interposes epoll_wait) before and after the library" {
+	need_glibc
+	ft=$(faketime_lib) || skip "libfaketime not installed (Debian: libfaketime)"
+	export FAKETIME="+1d"
+	run env LD_PRELOAD="$ft" "$H/ef-proc" measure
+	assert_success
+	assert_rounded
+	for order in first last; do
+		run preload_with "$order" "$ft" "$H/ef-proc" measure
+		assert_success
+		assert_upgraded
+		assert_output --partial "upgraded=40 "
+		run preload_with "$order" "$ft" "$EPOLLFIX_PROGS/ef-events" --count 500
+		assert_success
+		assert_line --partial "written=500 read=500"
+		run preload_with "$order" "$ft" "$H/ef-sem" badargs
+		assert_success
+		assert_line "ok"
+	done
+}
+
+# ---- seccomp after start-up ---------------------------------------------------
+
+@test "seccomp kill filter installed after start-up, before the first upgraded wait" {
+	run "$H/ef-sem" late 10 kill
+	assert_success
+	[ "$(word median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+	run preload "$H/ef-sem" late 10 kill
+	assert_success
+	# Not killed; the original 1 ms waits; every one counted as a fallback.
+	[ "$(word median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+	assert_output --partial "upgraded=0 "
+	assert_output --partial "fell_back=80"
+	# And with no wait at all before the filter.
+	run preload "$EPOLLFIX_PROGS/ef-sleep" --count 40 --filter-after 0 kill
+	assert_success
+	assert_rounded
+}
+
+@test "seccomp EPERM or ENOSYS after start-up, before the first upgraded wait" {
+	for how in eperm enosys; do
+		run preload "$H/ef-sem" late 10 "$how"
+		assert_success
+		[ "$(word median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+		assert_output --partial "upgraded=0 "
+	done
+}
+
+@test "seccomp kill filter from the start: threads making their first upgraded waits together" {
+	run preload "$EPOLLFIX_PROGS/ef-filter" kill "$H/ef-proc" fork 5
+	assert_success
+	assert_output --partial "children=5 ok=5"
+	[ "$(word child_min_median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+}
