@@ -1,5 +1,15 @@
 """The matrix's report line for the Python programs."""
+import os
 import time
+
+
+def write_fires(fires_ns):
+    """With MX_FIRES=PATH, the fire times (perf_counter_ns is CLOCK_MONOTONIC
+    on Linux), one a line, for tests/matrix/pattern."""
+    path = os.environ.get("MX_FIRES")
+    if path:
+        with open(path, "w") as f:
+            f.write("".join(f"{t}\n" for t in fires_ns))
 
 
 def report(late_ns, started_ns, early=False):

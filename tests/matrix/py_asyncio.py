@@ -8,15 +8,17 @@ import sys
 import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from mxreport import report  # noqa: E402
+from mxreport import report, write_fires  # noqa: E402
 
 
 async def main(sleep_s, count):
-    late = []
+    late, fires = [], []
     for _ in range(count):
         deadline = time.perf_counter_ns() + int(sleep_s * 1e9)
         await asyncio.sleep(sleep_s)
-        late.append(time.perf_counter_ns() - deadline)
+        fires.append(time.perf_counter_ns())
+        late.append(fires[-1] - deadline)
+    write_fires(fires)
     return late
 
 
