@@ -156,3 +156,42 @@ void ef_config_from_env(struct ef_config *c, const char *(*get)(const char *name
 		if (&ef_vars[i] != log)
 			load(c, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
 }
+
+static const char *base_name(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	return slash ? slash + 1 : path ? path : "";
+}
+
+int ef_name_listed(const char *list, const char *comm, const char *argv0)
+{
+	const char *base = base_name(argv0);
+
+	for (const char *p = list; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n && ((strlen(base) == n && strncmp(p, base, n) == 0) ||
+			  (comm && strlen(comm) == n && strncmp(p, comm, n) == 0)))
+			return 1;
+		p = end ? end + 1 : p + n;
+	}
+	return 0;
+}
+
+int ef_program_selected(const char *only, const char *skip, const char *comm,
+			const char *argv0, struct ef_buf *msg)
+{
+	int has_only = only && *only, has_skip = skip && *skip;
+
+	if (has_only && has_skip) {
+		ef_str(ef_str(ef_str(ef_str(ef_str(msg, "EPOLLFIX_ONLY='"), only), "' and EPOLLFIX_SKIP='"),
+			      skip),
+		       "' are both set; using neither and leaving this program alone");
+		return 0;
+	}
+	if (has_only)
+		return ef_name_listed(only, comm, argv0);
+	if (has_skip)
+		return !ef_name_listed(skip, comm, argv0);
+	return 1;
+}

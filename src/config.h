@@ -65,4 +65,16 @@ void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out);
 void ef_config_from_env(struct ef_config *c, const char *(*get)(const char *name),
 			void (*warn)(const struct ef_buf *line));
 
+/* EPOLLFIX_ONLY / EPOLLFIX_SKIP: is this program named in the comma list? A
+ * name matches /proc/self/comm or the basename of argv[0] exactly; the kernel
+ * cuts comm at 15 characters, so longer names match through argv[0]. Empty
+ * items are ignored. */
+int ef_name_listed(const char *list, const char *comm, const char *argv0);
+
+/* Whether the library acts in this program, from EPOLLFIX_ONLY and
+ * EPOLLFIX_SKIP (NULL or "" when unset). Setting both is a configuration error:
+ * msg receives the warning and the answer is 0, the safe side. */
+int ef_program_selected(const char *only, const char *skip, const char *comm,
+			const char *argv0, struct ef_buf *msg);
+
 #endif

@@ -20,11 +20,14 @@
 _Atomic(void *) ef_real_table[EF_REAL_COUNT];
 
 /* Stand-ins for what libc lacks. They behave as the libc functions would,
- * cancellation included: a raw syscall is no cancellation point, so a cancel
- * that interrupted the wait is acted on right after it. */
+ * cancellation included: a raw syscall is no cancellation point. A cancel that
+ * arrived before it is acted on first (musl then holds SIGCANCEL blocked, so
+ * the wait itself would never see it), and one that interrupted the wait right
+ * after it. */
 static int raw_epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
 			   const sigset_t *mask)
 {
+	pthread_testcancel();
 	int r = (int)syscall(SYS_epoll_pwait, epfd, ev, maxevents, timeout, mask,
 			     KERNEL_SIGSET_BYTES);
 	if (r < 0 && errno == EINTR)
@@ -40,6 +43,7 @@ static int raw_epoll_wait(int epfd, struct epoll_event *ev, int maxevents, int t
 static int raw_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 			    const struct timespec *timeout, const sigset_t *mask)
 {
+	pthread_testcancel();
 	int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, maxevents, timeout, mask,
 			     KERNEL_SIGSET_BYTES);
 	if (r < 0 && errno == EINTR)

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "state.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -83,6 +84,51 @@ static const char *env(const char *name)
 	return getenv(name);
 }
 
+/* The first line of a /proc/self file: comm ends in a newline, cmdline's first
+ * string (argv[0]) in a NUL. */
+static void read_proc_self(const char *name, char *buf, size_t size)
+{
+	char path[32] = "/proc/self/";
+	int fd = open(strcat(path, name), O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static int selected = 1;
+
+int ef_state_selected(void)
+{
+	return selected;
+}
+
+/* EPOLLFIX_ONLY and EPOLLFIX_SKIP: a program left alone behaves as with
+ * EPOLLFIX_DISABLE=1, uncounted and unreported. */
+static void select_program(struct ef_config *c)
+{
+	const char *only = getenv("EPOLLFIX_ONLY"), *skip = getenv("EPOLLFIX_SKIP");
+	char comm[64], argv0[4096], text[1024];
+	struct ef_buf line = EF_BUF(text);
+	static const char prefix[] = "epollfix: ";
+
+	if ((!only || !*only) && (!skip || !*skip))
+		return;
+	read_proc_self("comm", comm, sizeof(comm));
+	read_proc_self("cmdline", argv0, sizeof(argv0));
+	ef_str(&line, prefix);
+	selected = ef_program_selected(only, skip, comm, argv0, &line);
+	if (line.len > sizeof(prefix) - 1 && c->log > EF_LOG_QUIET) {
+		if (line.len + 2 > line.cap)
+			line.len = line.cap - 2;
+		ef_warn_line(ef_str(&line, "\n"));
+	}
+	if (!selected)
+		c->disable = 1;
+}
+
 static int load_once(void)
 {
 	int expected = UNREAD;
@@ -90,6 +136,7 @@ static int load_once(void)
 	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
 		struct ef_config c;
 		ef_config_from_env(&c, env, ef_warn_line);
+		select_program(&c);
 		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 			sched_yield();
 		publish(&c);

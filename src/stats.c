@@ -162,10 +162,13 @@ __attribute__((destructor)) static void write_report(void)
 	struct ef_config c;
 	int saved = errno;
 
-	if (!stats_path[0] || !ef_state_config(&c))
+	if (!stats_path[0] || !ef_state_selected() || !ef_state_config(&c))
 		return;
 	long pid = (long)getpid();
 	ef_stats_sum(&t);
+	/* A shell or sed started by a preloaded script has nothing to say. */
+	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
+		return;
 	comm_of_self(comm, sizeof(comm));
 	pwait2_text(&pw);
 	ef_stats_format(&t, &c, pid, comm, pwait2, &out);

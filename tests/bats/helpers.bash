@@ -10,9 +10,14 @@ load /usr/lib/bats/bats-assert/load.bash
 : "${EPOLLFIX_LIBC:=glibc}"
 PROGS_SRC="$EPOLLFIX_SRC/tests/progs"
 
-# Nothing from the caller's environment may steer the library in a test.
+# Nothing from the caller's environment may steer the library in a test; the
+# suite's own locations (set by meson test) stay.
 for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
-	case "$v" in EPOLLFIX_LIB | EPOLLFIX_PROGS | EPOLLFIX_SRC | EPOLLFIX_LIBC) ;; *) unset "$v" ;; esac
+	case "$v" in
+	EPOLLFIX_LIB | EPOLLFIX_PROGS | EPOLLFIX_SRC | EPOLLFIX_LIBC | EPOLLFIX_CMD | EPOLLFIX_BUILD | \
+		EPOLLFIX_TESTS_BUILD | EPOLLFIX_PRELOAD_EXTRA) ;;
+	*) unset "$v" ;;
+	esac
 done
 
 # preload [VAR=value...] command [args...]: the command alone gets the library.

@@ -187,3 +187,35 @@ Test(config, every_fallback_is_accepted)
 		cr_assert_eq(ef_config_set(&c, &ef_vars[i], text, &msg), 0, "%s", ef_vars[i].env);
 	}
 }
+
+Test(programs, names_match_comm_or_argv0_basename)
+{
+	cr_assert(ef_name_listed("nginx", "nginx", "/usr/sbin/nginx"));
+	cr_assert(ef_name_listed("a,python3,b", "python3", "python3"));
+	cr_assert(ef_name_listed("server", "other", "./bin/server"));
+	cr_assert(ef_name_listed("server", "server", "x"));
+	cr_assert_not(ef_name_listed("serve", "server", "/bin/server"), "whole names only");
+	cr_assert_not(ef_name_listed("server,", "xserver", "/bin/xserver"));
+	cr_assert_not(ef_name_listed(",,", "", ""), "empty items match nothing");
+	cr_assert_not(ef_name_listed("", "a", "a"));
+	cr_assert_not(ef_name_listed(NULL, "a", "a"));
+	/* The kernel cuts comm at 15 characters: long names match through argv[0]. */
+	cr_assert(ef_name_listed("a-very-long-program-name", "a-very-long-pro", "/bin/a-very-long-program-name"));
+	cr_assert_not(ef_name_listed("a-very-long-pro-other", "a-very-long-pro", "/bin/a-very-long-pro-gram"));
+}
+
+Test(programs, only_skip_and_both)
+{
+	char text[256];
+	struct ef_buf msg = EF_BUF(text);
+	cr_assert(ef_program_selected(NULL, NULL, "x", "x", &msg));
+	cr_assert(ef_program_selected("", "", "x", "x", &msg));
+	cr_assert(ef_program_selected("x", NULL, "x", "x", &msg));
+	cr_assert_not(ef_program_selected("y", NULL, "x", "x", &msg));
+	cr_assert_not(ef_program_selected(NULL, "x", "x", "x", &msg));
+	cr_assert(ef_program_selected(NULL, "y", "x", "x", &msg));
+	cr_assert_eq(msg.len, 0);
+	cr_assert_not(ef_program_selected("x", "y", "x", "x", &msg), "both: leave the program alone");
+	cr_assert_str_eq(text, "EPOLLFIX_ONLY='x' and EPOLLFIX_SKIP='y' are both set; "
+			       "using neither and leaving this program alone");
+}

@@ -1,0 +1,241 @@
+/* The epollfix command: `epollfix [options] [--] command [args...]` sets the
+ * EPOLLFIX_* variables from its options, puts libepollfix.so in front of
+ * LD_PRELOAD and execs the command, like eatmydata or faketime. Options are the
+ * library's variables (config.c's table), checked by the library's parser. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "epollfix.h"
+#include "real.h"
+
+#define EXIT_USAGE 2
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: epollfix [options] [--] command [args...]\n"
+		     "       epollfix --check [options]\n\n"
+		     "Runs command with libepollfix.so preloaded: epoll waits of a rounded-up\n"
+		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
+		     "Options (each sets the variable in brackets; the default in parentheses):\n");
+	for (size_t i = 0; i < ef_nvars; i++) {
+		char def[64];
+		struct ef_buf b = EF_BUF(def);
+		ef_config_show(i == 0 ? 0 : ef_vars[i].fallback, &ef_vars[i], &b);
+		fprintf(out, "  --%s=VALUE%*s[%s] (%s)\n      %s\n", ef_vars[i].name,
+			(int)(14 - strlen(ef_vars[i].name)), "", ef_vars[i].env, def, ef_vars[i].help);
+	}
+	fprintf(out, "  --off                    [EPOLLFIX_DISABLE=1] load the library, change nothing\n"
+		     "  --stats[=FILE]           [EPOLLFIX_STATS] report at exit, to stderr or FILE (%%p: pid)\n"
+		     "  --only=NAME[,NAME...]    [EPOLLFIX_ONLY] act only in these programs\n"
+		     "  --skip=NAME[,NAME...]    [EPOLLFIX_SKIP] act in every program but these\n"
+		     "  --check                  say whether epoll_pwait2 works here, and the policy\n"
+		     "  --help, --version\n\n"
+		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms). See epollfix(1).\n");
+}
+
+/* The library beside this executable (a build tree), else where meson
+ * installed it relative to bindir, else its absolute install path. */
+static int search_library(char *out, size_t size)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		*strrchr(exe, '/') = '\0';
+		if ((size_t)snprintf(out, size, "%s/libepollfix.so", exe) < size && access(out, R_OK) == 0)
+			return 0;
+		if ((size_t)snprintf(out, size, "%s/%s/libepollfix.so", exe, EF_BINDIR_TO_LIBDIR) < size &&
+		    access(out, R_OK) == 0)
+			return 0;
+	}
+	snprintf(out, size, "%s/libepollfix.so", EF_LIBDIR);
+	return access(out, R_OK);
+}
+
+/* The path found, made canonical: LD_PRELOAD and --check show a plain path. */
+static int find_library(char *out, size_t size)
+{
+	char real[PATH_MAX];
+	if (search_library(out, size) != 0)
+		return -1;
+	if (realpath(out, real) && strlen(real) < size)
+		strcpy(out, real);
+	return 0;
+}
+
+/* LD_PRELOAD with the library first, unless it is already listed. */
+static void prepend_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (!old || !*old) {
+		setenv("LD_PRELOAD", lib, 1);
+		return;
+	}
+	size_t n = strlen(lib);
+	for (const char *p = old; (p = strstr(p, lib)); p += n)
+		if ((p == old || p[-1] == ':' || p[-1] == ' ') && (p[n] == '\0' || p[n] == ':' || p[n] == ' '))
+			return;
+	char *both = malloc(n + strlen(old) + 2);
+	if (!both) {
+		perror("epollfix");
+		exit(EXIT_USAGE);
+	}
+	sprintf(both, "%s:%s", lib, old);
+	setenv("LD_PRELOAD", both, 1);
+}
+
+static const char *env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : fallback;
+}
+
+static void print_warning(const struct ef_buf *line)
+{
+	fputs(line->p, stderr);
+}
+
+static int check(const char *lib, int have_lib)
+{
+	struct utsname u;
+	struct ef_config c;
+	char text[512];
+	struct ef_buf policy = EF_BUF(text);
+	int why;
+
+	uname(&u);
+	ef_config_from_env(&c, (const char *(*)(const char *))getenv, print_warning);
+	for (size_t i = 0; i < ef_nvars; i++) {
+		ef_str(ef_str(ef_str(&policy, i ? " " : ""), ef_vars[i].name), "=");
+		ef_config_show(ef_config_get(&c, &ef_vars[i]), &ef_vars[i], &policy);
+	}
+	int works = ef_pwait2_usable();
+	ef_pwait2_state(&why);
+	printf("epollfix %s\n", EPOLLFIX_VERSION);
+	printf("library:      %s%s\n", lib, have_lib ? "" : " (missing)");
+	printf("kernel:       %s %s (epoll_pwait2 needs 5.11 or later)\n", u.sysname, u.release);
+	printf("epoll_pwait2: ");
+	if (works)
+		printf("works\n");
+	else if (why < 0)
+		printf("no: a probe was killed by signal %d (a seccomp filter)\n", -why);
+	else
+		printf("no: %s (%s)\n", strerror(why),
+		       why == ENOSYS ? "kernel before 5.11, or a filter" : "refused by a seccomp filter");
+	printf("policy:       %s\n", text);
+	printf("stats:        %s\n", env_or("EPOLLFIX_STATS", "off"));
+	if (getenv("EPOLLFIX_ONLY") && *getenv("EPOLLFIX_ONLY"))
+		printf("programs:     only %s\n", getenv("EPOLLFIX_ONLY"));
+	else if (getenv("EPOLLFIX_SKIP") && *getenv("EPOLLFIX_SKIP"))
+		printf("programs:     all but %s\n", getenv("EPOLLFIX_SKIP"));
+	else
+		printf("programs:     all\n");
+	return works && have_lib ? 0 : 1;
+}
+
+/* --name=value or --name value; returns the value, or NULL when missing. */
+static const char *option_value(const char *arg, size_t name_len, int *i, int argc, char **argv)
+{
+	if (arg[2 + name_len] == '=')
+		return arg + 3 + name_len;
+	return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int matches(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+	return strncmp(arg + 2, name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=');
+}
+
+int main(int argc, char **argv)
+{
+	struct ef_config scratch;
+	int i, want_check = 0;
+
+	ef_config_defaults(&scratch);
+	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+		const char *arg = argv[i], *value;
+		const struct ef_var *v = NULL;
+
+		if (strcmp(arg, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(arg, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(arg, "--version") == 0) {
+			printf("epollfix %s\n", EPOLLFIX_VERSION);
+			return 0;
+		}
+		if (strcmp(arg, "--check") == 0) {
+			want_check = 1;
+			continue;
+		}
+		if (strcmp(arg, "--off") == 0) {
+			setenv("EPOLLFIX_DISABLE", "1", 1);
+			continue;
+		}
+		if (matches(arg, "stats")) {
+			setenv("EPOLLFIX_STATS", arg[7] == '=' ? arg + 8 : "1", 1);
+			continue;
+		}
+		if (matches(arg, "only") || matches(arg, "skip")) {
+			const char *env = arg[2] == 'o' ? "EPOLLFIX_ONLY" : "EPOLLFIX_SKIP";
+			value = option_value(arg, 4, &i, argc, argv);
+			if (!value || !*value) {
+				fprintf(stderr, "epollfix: %.6s needs a list of program names\n", arg);
+				return EXIT_USAGE;
+			}
+			setenv(env, value, 1);
+			continue;
+		}
+		for (size_t k = 0; k < ef_nvars && !v; k++)
+			if (matches(arg, ef_vars[k].name))
+				v = &ef_vars[k];
+		if (!v) {
+			fprintf(stderr, "epollfix: unknown option %s (see epollfix --help)\n", arg);
+			return EXIT_USAGE;
+		}
+		value = option_value(arg, strlen(v->name), &i, argc, argv);
+		char text[512];
+		struct ef_buf msg = EF_BUF(text);
+		if (ef_config_set(&scratch, v, value ? value : "", &msg) != 0) {
+			fprintf(stderr, "epollfix: --%s: %s\n", v->name, text);
+			return EXIT_USAGE;
+		}
+		setenv(v->env, value, 1);
+	}
+	if (getenv("EPOLLFIX_ONLY") && *getenv("EPOLLFIX_ONLY") && getenv("EPOLLFIX_SKIP") &&
+	    *getenv("EPOLLFIX_SKIP")) {
+		fprintf(stderr, "epollfix: EPOLLFIX_ONLY and EPOLLFIX_SKIP cannot both be set\n");
+		return EXIT_USAGE;
+	}
+
+	char lib[2 * PATH_MAX];
+	int have_lib = find_library(lib, sizeof(lib)) == 0;
+	if (want_check)
+		return check(lib, have_lib);
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!have_lib) {
+		fprintf(stderr, "epollfix: cannot find libepollfix.so (last tried %s)\n", lib);
+		return EXIT_USAGE;
+	}
+	prepend_preload(lib);
+	execvp(argv[i], argv + i);
+	int err = errno;
+	fprintf(stderr, "epollfix: %s: %s\n", argv[i],
+		err == ENOENT ? "command not found" : strerror(err));
+	return err == ENOENT ? 127 : 126;
+}

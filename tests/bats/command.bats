@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# The epollfix command, per-program policy and installation (issue 4).
+
+setup() {
+	load helpers
+	: "${EPOLLFIX_CMD:=$EPOLLFIX_SRC/build/src/epollfix}"
+	: "${EPOLLFIX_BUILD:=$EPOLLFIX_SRC/build}"
+	cmd=$EPOLLFIX_CMD
+	count_lib=$EPOLLFIX_PROGS/libcountcalls.so
+}
+
+@test "epollfix CMD: upgrades the command's waits; without it they stay 1ms" {
+	run "$cmd" "$EPOLLFIX_PROGS/ef-sleep" --count 100
+	assert_success
+	assert_upgraded
+	run "$EPOLLFIX_PROGS/ef-sleep" --count 50
+	assert_rounded
+}
+
+@test "--help lists every variable; --version prints the version" {
+	run "$cmd" --help
+	assert_success
+	for v in SUBMS MAX_MS SLACK LOG CLAMP CLAMP_AFTER CLAMP_GAP DISABLE STATS ONLY SKIP; do
+		assert_output --partial "[EPOLLFIX_$v"
+	done
+	run "$cmd" --version
+	assert_success
+	assert_output --regexp '^epollfix [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "every option reaches the library as its variable" {
+	# The library's own report prints the policy it runs with.
+	run --separate-stderr "$cmd" --subms=20us --max-ms 3 --slack=keep --log=warn --clamp=2ms \
+		--clamp-after=5 --clamp-gap=3us --stats -- "$EPOLLFIX_PROGS/ef-calls"
+	assert_success
+	assert_equal "$(grep ' policy: ' <<<"$stderr" | sed 's/.*policy: //')" \
+		"disable=0 subms=20us max-ms=3 slack=keep log=warn clamp=2ms clamp-after=5 clamp-gap=3us"
+	run "$cmd" --off "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_rounded
+	run "$cmd" --disable=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_rounded
+	run "$cmd" --clamp=1ms "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5
+	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
+}
+
+@test "--stats=FILE writes the report there, %p expanded" {
+	dir=$(mktemp -d)
+	run "$cmd" --stats="$dir/r.%p" "$EPOLLFIX_PROGS/ef-calls"
+	assert_success
+	run cat "$dir"/r.*
+	assert_output --regexp "calls: 135 \(epoll_wait 135, epoll_pwait 0\)"
+	rm -rf "$dir"
+}
+
+@test "bad option values: the library's parser refuses them, exit 2, nothing runs" {
+	run --separate-stderr "$cmd" --subms=abc touch "$BATS_TEST_TMPDIR/ran"
+	assert_failure 2
+	assert_equal "$stderr" "epollfix: --subms: EPOLLFIX_SUBMS='abc' is not a duration (like 50us)"
+	[ ! -e "$BATS_TEST_TMPDIR/ran" ] || fail "the command ran"
+	run --separate-stderr "$cmd" --max-ms=0 true
+	assert_failure 2
+	assert_equal "$stderr" "epollfix: --max-ms: EPOLLFIX_MAX_MS='0' is out of range (1 to 1000)"
+	run --separate-stderr "$cmd" --log=loud true
+	assert_failure 2
+	assert_equal "$stderr" "epollfix: --log: EPOLLFIX_LOG='loud' is not one of quiet, warn, debug"
+	run --separate-stderr "$cmd" --subms true
+	assert_failure 2
+	run --separate-stderr "$cmd" --frobnicate true
+	assert_failure 2
+	assert_equal "$stderr" "epollfix: unknown option --frobnicate (see epollfix --help)"
+	run --separate-stderr "$cmd" --only=a --skip=b true
+	assert_failure 2
+	assert_equal "$stderr" "epollfix: EPOLLFIX_ONLY and EPOLLFIX_SKIP cannot both be set"
+	run --separate-stderr "$cmd"
+	assert_failure 2
+	assert_output ""
+}
+
+@test "missing command exits 127, non-executable 126, like a shell" {
+	run -127 --separate-stderr "$cmd" no-such-command-here
+	assert_equal "$stderr" "epollfix: no-such-command-here: command not found"
+	touch "$BATS_TEST_TMPDIR/plain"
+	run -126 --separate-stderr "$cmd" "$BATS_TEST_TMPDIR/plain"
+	assert_equal "$stderr" "epollfix: $BATS_TEST_TMPDIR/plain: Permission denied"
+}
+
+@test "the command's exit status is passed through" {
+	run "$cmd" "$EPOLLFIX_PROGS/ef-sleep" --no-such-flag
+	assert_failure 2
+	run "$cmd" "$EPOLLFIX_PROGS/ef-calls" --zero 1
+	assert_success
+}
+
+@test "an existing LD_PRELOAD is kept: both libraries load and both work, either order" {
+	# epollfix prepended: it upgrades, and the other interposer still sees the
+	# calls epollfix passes on (none here but its own probe's neighbours).
+	run --separate-stderr env LD_PRELOAD="$count_lib" "$cmd" "$EPOLLFIX_PROGS/ef-calls"
+	assert_success
+	assert_equal "$(grep -c '^countcalls: epoll_wait [0-9]*$' <<<"$stderr")" 1
+	run env LD_PRELOAD="$count_lib" "$cmd" "$EPOLLFIX_PROGS/ef-sleep" --count 60
+	assert_upgraded
+	# The other order, by hand: the other library first sees every call.
+	run --separate-stderr env LD_PRELOAD="$count_lib:$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-calls" \
+		--zero 10 --one 5 --ready 3 --long 2
+	assert_success
+	assert_equal "$(sed -n 's/^countcalls: epoll_wait //p' <<<"$stderr")" 20
+	run env LD_PRELOAD="$count_lib:$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 60
+	assert_upgraded
+}
+
+@test "LD_PRELOAD as the command leaves it: the library in front, the old entry kept, no duplicate" {
+	need_glibc # the shell that prints it is a glibc program
+	run env LD_PRELOAD="$count_lib" "$cmd" sh -c 'echo "$LD_PRELOAD"'
+	assert_output --regexp "^/.*libepollfix\.so:$count_lib\$"
+	run env LD_PRELOAD="$EPOLLFIX_LIB" "$cmd" sh -c 'echo "$LD_PRELOAD"'
+	assert_output "$EPOLLFIX_LIB"
+}
+
+@test "ONLY and SKIP: two programs from one script, only the named one changed" {
+	need_glibc # the script's shell is a glibc program
+	other=$BATS_TEST_TMPDIR/other-sleeper
+	cp "$EPOLLFIX_PROGS/ef-sleep" "$other"
+	script=$BATS_TEST_TMPDIR/both.sh
+	printf '#!/bin/sh\n"%s" --count 60 | sed "s/^/sleep /"\n"%s" --count 60 | sed "s/^/other /"\n' \
+		"$EPOLLFIX_PROGS/ef-sleep" "$other" >"$script"
+	chmod +x "$script"
+	median_of() { sed -n "s/^$1 median_us=\([0-9]*\).*/\1/p" <<<"$output"; }
+
+	run "$cmd" --only=ef-sleep "$script"
+	assert_success
+	[ "$(median_of sleep)" -lt "$UPGRADED_US" ] || fail "$output"
+	[ "$(median_of other)" -gt "$ROUNDED_US" ] || fail "$output"
+
+	run "$cmd" --skip=ef-sleep,nothing-else "$script"
+	assert_success
+	[ "$(median_of sleep)" -gt "$ROUNDED_US" ] || fail "$output"
+	[ "$(median_of other)" -lt "$UPGRADED_US" ] || fail "$output"
+
+	# Through the variables too, and a skipped program writes no report.
+	run --separate-stderr env EPOLLFIX_SKIP=other-sleeper EPOLLFIX_STATS=1 "$cmd" "$script"
+	assert_success
+	assert_equal "$(grep -c ' report: ' <<<"$stderr")" 1
+	assert_equal "$(grep ' report: ' <<<"$stderr" | sed 's/.*report: //')" ef-sleep
+}
+
+@test "EPOLLFIX_ONLY and EPOLLFIX_SKIP both set in the environment: warning, program left alone" {
+	run --separate-stderr preload EPOLLFIX_ONLY=ef-sleep EPOLLFIX_SKIP=x "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_equal "$stderr" "epollfix: EPOLLFIX_ONLY='ef-sleep' and EPOLLFIX_SKIP='x' are both set; using neither and leaving this program alone"
+	assert_rounded
+}
+
+@test "--check says whether epoll_pwait2 works, under each seccomp answer" {
+	run "$cmd" --check --subms=20us
+	assert_success
+	assert_line "epoll_pwait2: works"
+	assert_line --regexp "^library: +$EPOLLFIX_LIB\$"
+	assert_line --regexp "^policy: +disable=0 subms=20us max-ms=1 "
+	run "$EPOLLFIX_PROGS/ef-filter" eperm "$cmd" --check
+	assert_failure 1
+	assert_line "epoll_pwait2: no: Operation not permitted (refused by a seccomp filter)"
+	run "$EPOLLFIX_PROGS/ef-filter" enosys "$cmd" --check
+	assert_failure 1
+	assert_line --regexp "^epoll_pwait2: no: Function not implemented"
+	run "$EPOLLFIX_PROGS/ef-filter" kill "$cmd" --check
+	assert_failure 1
+	assert_line --regexp "^epoll_pwait2: no: a probe was killed by signal (9|31)"
+}
+
+@test "meson install --destdir: the installed command finds the installed library" {
+	[ "$EPOLLFIX_LIBC" = glibc ] || skip "installs the glibc build"
+	command -v meson >/dev/null || skip "no meson"
+	root=$BATS_TEST_TMPDIR/root
+	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
+	assert_success
+	bin=$(find "$root" -path '*/bin/epollfix')
+	lib=$(find "$root" -name libepollfix.so)
+	[ -x "$bin" ] && [ -f "$lib" ] || fail "installed: $(find "$root" -type f)"
+	[ -f "$(find "$root" -path '*/include/epollfix.h')" ] || fail "no header"
+	[ -f "$(find "$root" -path '*/man1/epollfix.1')" ] || fail "no man page"
+	run "$bin" --check
+	assert_line "library:      $(realpath "$lib")"
+	run "$bin" "$EPOLLFIX_PROGS/ef-sleep" --count 60
+	assert_success
+	assert_upgraded
+}
+
+@test "the README's configuration table and the man page name every variable" {
+	run "$cmd" --help
+	vars=$(grep -o '\[EPOLLFIX_[A-Z_]*' <<<"$output" | tr -d '[' | sort -u)
+	for v in $vars; do
+		grep -q "$v" "$EPOLLFIX_SRC/README.md" || fail "README.md does not mention $v"
+		grep -q "${v//_/\\\\_}\|$v" "$EPOLLFIX_SRC/doc/epollfix.1" || fail "epollfix.1 does not mention $v"
+	done
+}
