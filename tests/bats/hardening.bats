@@ -160,6 +160,16 @@ same() {
 	[ "$(word child_max_median_us)" -lt "$UPGRADED_US" ] || fail "$output"
 }
 
+@test "fork while another thread probes epoll_pwait2 (seccomp on): children still upgrade" {
+	# Without the library every child waits the full 1 ms (the oracle of "stuck").
+	run "$H/ef-proc" fork-probe 2
+	assert_success
+	[ "$(word stuck)" = "$(word children)" ] || fail "$output"
+	run preload "$H/ef-proc" fork-probe 10
+	assert_success
+	assert_output --regexp 'stuck=0$'
+}
+
 @test "vfork + exec and posix_spawn: the child inherits LD_PRELOAD and is upgraded" {
 	run preload "$H/ef-proc" vfork-exec "$H/ef-proc" measure
 	assert_success

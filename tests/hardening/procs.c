@@ -9,7 +9,12 @@
  *   ef-proc vfork-exec PROG... waits, then vfork + exec of PROG (and the same
  *                              with posix_spawn); exit status of PROG
  *   ef-proc exec PROG...       waits, then exec PROG
- *   ef-proc dlopen LIB         dlopen LIB and measure with its function */
+ *   ef-proc dlopen LIB         dlopen LIB and measure with its function
+ *   ef-proc fork-probe N       under a seccomp filter that allows everything (so
+ *                              the library probes epoll_pwait2 in a child), one
+ *                              thread makes the first 1 ms wait while the main
+ *                              thread forks; N rounds, each a fresh exec; prints
+ *                              how many children could not upgrade */
 #include "hard.h"
 
 #include <pthread.h>
@@ -109,9 +114,79 @@ static int run_child(char **argv, int use_vfork)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* A filter that allows every call: seccomp mode 2, nothing refused. */
+static int allow_all(void)
+{
+	struct ef_sock_filter f[] = { { EF_BPF_RET_K, 0, 0, EF_RET_ALLOW } };
+	struct ef_sock_fprog prog = { 1, f };
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, 2, &prog, 0, 0);
+}
+
+static atomic_int first_done;
+static void *first_wait(void *arg)
+{
+	struct epoll_event out[2];
+	epoll_wait((int)(intptr_t)arg, out, 2, 1);
+	atomic_store(&first_done, 1);
+	return NULL;
+}
+
+/* One round: children forked while the first upgraded wait probes. */
+static int fork_probe_round(void)
+{
+	if (allow_all())
+		return 2;
+	int ep = idle_epoll(), p[2];
+	if (pipe(p))
+		return 2;
+	pthread_t t;
+	pthread_create(&t, NULL, first_wait, (void *)(intptr_t)ep);
+	int children = 0, slow = 0;
+	while (!atomic_load(&first_done) && children < 50) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(20);
+			long m = median_wait_us(idle_epoll(), 0, 1, 20);
+			if (write(p[1], &m, sizeof(m)) != sizeof(m))
+				_exit(4);
+			_exit(0);
+		}
+		children++;
+	}
+	pthread_join(t, NULL);
+	long parent = median_wait_us(ep, 0, 1, 20);
+	for (int i = 0; i < children; i++) {
+		long m;
+		if (read(p[0], &m, sizeof(m)) != sizeof(m))
+			return 2;
+		slow += m > 900;
+		wait(NULL);
+	}
+	printf("children=%d slow=%d parent_median_us=%ld\n", children, slow, parent);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "fork-probe-round"))
+		return fork_probe_round();
+	if (!strcmp(mode, "fork-probe")) {
+		int n = argc > 2 ? atoi(argv[2]) : 10, slow = 0, children = 0;
+		for (int i = 0; i < n; i++) {
+			char cmd[4096];
+			snprintf(cmd, sizeof(cmd), "'%s' fork-probe-round", argv[0]);
+			FILE *f = popen(cmd, "r");
+			int c = 0, s = 0;
+			if (!f || fscanf(f, "children=%d slow=%d", &c, &s) != 2)
+				return 2;
+			pclose(f);
+			children += c;
+			slow += s;
+		}
+		printf("rounds=%d children=%d stuck=%d\n", n, children, slow);
+		return 0;
+	}
 	if (!strcmp(mode, "measure")) {
 		int pw = argc > 2 && !strcmp(argv[2], "pwait");
 		long m = median_wait_us(idle_epoll(), pw, 1, 40);
