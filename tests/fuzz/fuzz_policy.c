@@ -53,21 +53,40 @@ static void pick(struct ef_config *c, const struct ef_var *v, const uint8_t *p)
 	CHECK(ef_config_get(c, v) == x);
 }
 
+/* The policy learns (EPOLLFIX_ADAPT) where its header says so: decisions then
+ * take whether the caller is a runtime whose 1 ms is genuine. */
+#ifdef EF_LEARN_BINS
+#define DECIDE(c, t, T, now, genuine) ef_decide(c, t, T, now, genuine)
+#else
+#define DECIDE(c, t, T, now, genuine) ((void)(genuine), ef_decide(c, t, T, now))
+#endif
+
 static void check_decision(const struct ef_config *c, const struct ef_thread *t, int T,
-			   struct ef_decision d)
+			   int genuine, struct ef_decision d)
 {
+	(void)genuine;
 	switch (d.action) {
 	case EF_PASS:
 		CHECK(d.timeout_ms == T);
 		/* Passing a rounded-up timeout happens only when upgrades are off. */
 		CHECK(c->disable || !(T >= 1 && T <= c->max_ms && c->subms_ns > 0));
 		break;
+#ifdef EF_LEARN_BINS
+	case EF_GENUINE: /* left alone: a loop whose 1 ms is real */
+		CHECK(d.timeout_ms == T);
+		CHECK(!c->disable && c->adapt && T >= 1 && T <= c->max_ms && c->subms_ns > 0);
+		CHECK(genuine || t->learn.backoff_left);
+		break;
+#endif
 	case EF_UPGRADE:
 		CHECK(!c->disable && T >= 1 && T <= c->max_ms && c->subms_ns > 0);
 		CHECK(d.wait_ns == (int64_t)(T - 1) * NS_PER_MS + c->subms_ns);
 		CHECK(d.wait_ns > (int64_t)(T - 1) * NS_PER_MS);
 		CHECK(d.wait_ns <= (int64_t)T * NS_PER_MS);
 		CHECK(d.wait_ns <= 1000 * NS_PER_MS);
+#ifdef EF_LEARN_BINS
+		CHECK(!(c->adapt && (genuine || t->learn.backoff_left)));
+#endif
 		break;
 	case EF_CLAMP:
 		CHECK(!c->disable && T == 0 && c->clamp_ns > 0);
@@ -106,10 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (; size >= 9; data += 9, size -= 9) {
 		int T = (int)(uint32_t)u64(data, 4);
 		int r = data[4] % 4 == 0 ? -1 : data[4] % 3; /* -1, 0, 1, 2 events */
+		int genuine = data[4] >> 7;
 		struct ef_thread before = t;
-		struct ef_decision d = ef_decide(&c, &t, T, now);
+		struct ef_decision d = DECIDE(&c, &t, T, now, genuine);
 		CHECK(memcmp(&before, &t, sizeof(t)) == 0);
-		check_decision(&c, &t, T, d);
+		check_decision(&c, &t, T, genuine, d);
 
 		int64_t end = now + (int64_t)u64(data + 5, 4);
 		if (T == 0 && c.clamp_ns > 0)
