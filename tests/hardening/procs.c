@@ -82,6 +82,8 @@ static int fork_threads(int n)
 		close(p[0]);
 		waitpid(pid, &status, 0);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && m >= 0) {
+			if (m > 500) /* for diagnosis: which child did not upgrade */
+				printf("child %d: median %ld\n", i, m);
 			ok++;
 			lo = m < lo ? m : lo;
 			hi = m > hi ? m : hi;
