@@ -53,11 +53,12 @@ assert_all_read() {
 }
 
 @test "stress: every event read exactly once with MAX_MS=5 and the clamp on" {
-	run preload EPOLLFIX_MAX_MS=5 EPOLLFIX_CLAMP=200us EPOLLFIX_CLAMP_AFTER=2 \
+	run preload EPOLLFIX_MAX_MS=5 EPOLLFIX_CLAMP=200us EPOLLFIX_CLAMP_AFTER=2 EPOLLFIX_CLAMP_GAP=1ms \
 		"$H/ef-stress" --messages 3000 --seconds 60 --seed 3
 	assert_all_read
-	# -1 and 0 pass through; 1, 2 and 5 are all upgraded.
+	# -1 and 0 pass through; 1, 2 and 5 are all upgraded; some zero polls clamped.
 	[ "$(word upgraded)" -gt "$(word t1)" ] || fail "2 and 5 ms not upgraded: $output"
+	[ "$(word clamped)" -gt 0 ] || fail "nothing clamped: $output"
 }
 
 @test "stress: every event read exactly once when epoll_pwait2 is refused (EPERM, ENOSYS)" {
