@@ -39,6 +39,10 @@ struct epollfix_counters {
 	uint64_t fell_back;         /* upgrades or clamps that ran the real call instead */
 	uint64_t empty_zero_polls;  /* zero-timeout polls that found nothing */
 	uint64_t longest_empty_streak;
+	uint64_t left_alone_genuine; /* 1 ms waits left alone: the loop means them */
+	uint64_t learned_genuine;    /* times a thread's loop was found to mean its 1 ms */
+	uint64_t learned_subms;      /* times it was found to hide sub-ms deadlines */
+	uint64_t retries;            /* times a back-off ended and upgrades were tried again */
 };
 
 /* The library's version, "0.1.0". */
@@ -49,8 +53,8 @@ const char *epollfix_version(void);
 int epollfix_counters(struct epollfix_counters *out, size_t size);
 
 /* Changes the policy now, with the words of the environment: "subms=20us",
- * "max-ms=2", "slack=keep", "clamp=1ms", "clamp-after=16", "log=quiet",
- * "disable=1" (the EPOLLFIX_ names work too: "EPOLLFIX_SUBMS=20us"). Values are
+ * "max-ms=2", "slack=keep", "clamp=1ms", "clamp-after=16", "clamp-gap=1us",
+ * "adapt=off", "log=quiet", "disable=1" (the EPOLLFIX_ names work too: "EPOLLFIX_SUBMS=20us"). Values are
  * checked exactly as in the environment. Safe while other threads wait; their
  * next call sees the change. Returns 0; or -1 with errno EINVAL, the policy
  * unchanged, and the reason in err (if err is not NULL). */

@@ -38,6 +38,10 @@ EXPORT int epollfix_counters(struct epollfix_counters *out, size_t size)
 		.fell_back = t.fell_back,
 		.empty_zero_polls = t.empty_zero,
 		.longest_empty_streak = t.longest_streak,
+		.left_alone_genuine = t.genuine,
+		.learned_genuine = t.learned_genuine,
+		.learned_subms = t.learned_subms,
+		.retries = t.retries,
 	};
 	memcpy(out, &all, size < sizeof(all) ? size : sizeof(all));
 	return 0;

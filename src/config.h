@@ -21,6 +21,7 @@ struct ef_config {
 	int64_t clamp_ns;    /* minimum wait of a busy zero-timeout loop; 0 = off */
 	int64_t clamp_after; /* empty zero-timeout polls in a row that make a busy loop */
 	int64_t clamp_gap_ns; /* the most time between two polls of one busy loop */
+	int64_t adapt;        /* 1: leave alone the 1 ms of loops that mean it */
 };
 
 enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD };

@@ -13,6 +13,7 @@
 #include "fmt.h"
 #include "policy.h"
 #include "real.h"
+#include "recognize.h"
 #include "state.h"
 #include "stats.h"
 
@@ -72,7 +73,8 @@ static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev
 
 static void debug_line(enum ef_call call, int epfd, int timeout, struct ef_decision d, int r)
 {
-	static const char *const what[] = { "passed through", "upgraded to ", "clamped to ",
+	static const char *const what[] = { "passed through", "passed through (1ms meant)",
+					    "upgraded to ", "clamped to ",
 					    "clamped (no epoll_pwait2) to " };
 	char text[256];
 	struct ef_buf b = EF_BUF(text);
@@ -91,6 +93,8 @@ static void debug_line(enum ef_call call, int epfd, int timeout, struct ef_decis
 
 static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
 {
+	if (meant == EF_GENUINE)
+		return EF_O_GENUINE;
 	if (meant == EF_UPGRADE)
 		return done == EF_UPGRADE ? EF_O_UPGRADED : EF_O_UPGRADE_FELL_BACK;
 	if (meant == EF_CLAMP)
@@ -98,9 +102,15 @@ static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
 	return EF_O_PASSED;
 }
 
+static void learned(enum ef_learned what)
+{
+	if (what != EF_LEARNED_NOTHING)
+		ef_stats_learned(what);
+}
+
 static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  struct epoll_event *ev, int maxevents,
-						  int timeout, const sigset_t *mask)
+						  int timeout, const sigset_t *mask, const void *ra)
 {
 	struct ef_config c;
 
@@ -110,11 +120,14 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	struct ef_thread *t = &thread_state;
 	int timed = timeout == 0 && c.clamp_ns > 0;
 	int64_t start = timed ? mono_ns() : 0;
-	struct ef_decision d = ef_decide(&c, t, timeout, start);
+	if (c.adapt)
+		learned(ef_learn_before(&t->learn, timeout));
+	int genuine = ef_wants_caller(&c, timeout) && ef_caller_runtime(ra) != EF_RT_UNKNOWN;
+	struct ef_decision d = ef_decide(&c, t, timeout, start, genuine);
 	enum ef_action meant = d.action;
 	int r = REFUSED;
 
-	if (d.action != EF_PASS && !ef_pwait2_usable())
+	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable())
 		d = ef_without_pwait2(d, timeout);
 	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
 		r = wait_fine(&c, epfd, ev, maxevents, d.wait_ns, mask);
@@ -125,10 +138,13 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
 
 	int err = errno;
+	int64_t end = timed || (c.adapt && d.action == EF_UPGRADE) ? mono_ns() : 0;
 	if (timed)
-		ef_observe_timed(t, r, start, mono_ns(), c.clamp_gap_ns);
+		ef_observe_timed(t, r, start, end, c.clamp_gap_ns);
 	else
 		ef_observe(t, timeout, r);
+	if (c.adapt)
+		learned(ef_learn_after(&t->learn, d.action, timeout, r, end));
 	ef_stats_count(call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (c.log >= EF_LOG_DEBUG)
 		debug_line(call, epfd, timeout, d, r);
@@ -137,12 +153,13 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 }
 
 static inline int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
-			  int timeout, const sigset_t *mask)
+			  int timeout, const sigset_t *mask, const void *ra)
 {
 	uint32_t w = ef_state_fast();
 
-	if (__builtin_expect(!ef_fast_pass(w, timeout), 0))
-		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask);
+	/* A thread in a run of upgraded waits needs the learner to see its next call. */
+	if (__builtin_expect(!ef_fast_pass(w, timeout) || thread_state.learn.in_run, 0))
+		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask, ra);
 	int r = call_real(call, epfd, ev, maxevents, timeout, mask);
 	if (!(w & EF_FAST_UNCOUNTED)) { /* neither touches errno */
 		ef_observe(&thread_state, timeout, r);
@@ -153,11 +170,13 @@ static inline int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, i
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout, NULL);
+	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout, NULL,
+		       __builtin_return_address(0));
 }
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
 		       const sigset_t *sigmask)
 {
-	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask);
+	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask,
+		       __builtin_return_address(0));
 }

@@ -156,6 +156,13 @@ int ef_pwait2_usable(void)
 	return why == 0;
 }
 
+void ef_pwait2_after_fork(void)
+{
+	/* The prober was another thread, which the child does not have. */
+	int probing = EF_PW2_PROBING;
+	atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_UNKNOWN);
+}
+
 void ef_pwait2_refused(int err)
 {
 	atomic_store_explicit(&pw2_why, err, memory_order_relaxed);

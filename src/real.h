@@ -44,6 +44,8 @@ enum ef_pwait2_state { EF_PW2_UNKNOWN, EF_PW2_PROBING, EF_PW2_OK, EF_PW2_NO };
 /* Probes once, on the first call that needs it; 1 when epoll_pwait2 may be used.
  * While another thread is probing it answers 0: that call simply passes through. */
 int ef_pwait2_usable(void);
+/* In a fork child: a probe another thread had under way starts again. */
+void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */
 void ef_pwait2_refused(int err);
 /* For the report: state, and the errno (or -signal) that made it unusable. */

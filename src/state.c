@@ -186,10 +186,15 @@ int ef_state_set(const char *word, struct ef_buf *msg)
 	return r;
 }
 
-/* fork() copies one thread: a lock or an odd seq held by another one would stay
- * held forever in the child. */
+/* fork() copies one thread: a lock, an odd seq, a probe or a read of the
+ * environment that another thread had under way would stay so forever in the
+ * child. */
 static void after_fork_child(void)
 {
+	int reading = READING;
+	/* The environment is read again if another thread was reading it. */
+	atomic_compare_exchange_strong(&loaded, &reading, UNREAD);
+	ef_pwait2_after_fork();
 	atomic_flag_clear(&writer);
 	uint64_t s = atomic_load(&seq);
 	if (s & 1)

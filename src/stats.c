@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "real.h"
+#include "recognize.h"
 #include "state.h"
 
 struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
@@ -37,12 +38,30 @@ void ef_stats_sum(struct ef_totals *t)
 					t->empty_zero += tc == EF_T_ZERO_EMPTY ? n : 0;
 					t->upgraded += o == EF_O_UPGRADED ? n : 0;
 					t->clamped += o == EF_O_CLAMPED || o == EF_O_CLAMP_FELL_BACK ? n : 0;
-					t->passed += o == EF_O_PASSED || o == EF_O_UPGRADE_FELL_BACK ? n : 0;
-					t->fell_back += o >= EF_O_UPGRADE_FELL_BACK ? n : 0;
+					t->passed += o == EF_O_PASSED || o == EF_O_UPGRADE_FELL_BACK ||
+								     o == EF_O_GENUINE
+							     ? n
+							     : 0;
+					t->genuine += o == EF_O_GENUINE ? n : 0;
+					t->fell_back += o == EF_O_UPGRADE_FELL_BACK ||
+									o == EF_O_CLAMP_FELL_BACK
+								? n
+								: 0;
 				}
 		uint64_t longest = atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed);
 		t->longest_streak = longest > t->longest_streak ? longest : t->longest_streak;
+		t->learned_genuine += atomic_load_explicit(&s->c[EF_K_LEARNED_GENUINE], memory_order_relaxed);
+		t->learned_subms += atomic_load_explicit(&s->c[EF_K_LEARNED_SUBMS], memory_order_relaxed);
+		t->retries += atomic_load_explicit(&s->c[EF_K_RETRIES], memory_order_relaxed);
 	}
+}
+
+void ef_stats_learned(int learned)
+{
+	struct ef_slot *s = ef_my_slot ? ef_my_slot : ef_stats_claim();
+	ef_stats_add(s, learned == EF_LEARNED_GENUINE ? EF_K_LEARNED_GENUINE
+			: learned == EF_LEARNED_SUBMS ? EF_K_LEARNED_SUBMS
+						      : EF_K_RETRIES);
 }
 
 void ef_stats_after_fork(void)
@@ -61,7 +80,8 @@ static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
 }
 
 void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, struct ef_buf *out)
+		     const char *comm, const char *pwait2, const char *runtimes,
+		     struct ef_buf *out)
 {
 	const uint64_t *k = t->by_class;
 
@@ -81,6 +101,16 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)t->upgraded), "\n");
 	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)t->clamped), "\n");
 	ef_str(ef_int(line(out, pid, "passed through"), (int64_t)t->passed), "\n");
+	if (c->adapt) {
+		/* What the adaptive policy recognised or learned, and when it changed its mind. */
+		ef_int(line(out, pid, "1ms left alone as meant"), (int64_t)t->genuine);
+		ef_str(ef_str(ef_str(out, " (recognised: "), *runtimes ? runtimes : "none"), "; learned: ");
+		ef_int(ef_str(ef_int(ef_str(ef_int(out, (int64_t)t->learned_genuine), " genuine, "),
+				     (int64_t)t->learned_subms),
+			      " sub-ms, "),
+		       (int64_t)t->retries);
+		ef_str(out, " tried again)\n");
+	}
 	ef_str(ef_int(line(out, pid, "fell back"), (int64_t)t->fell_back), "\n");
 	ef_str(ef_int(ef_str(ef_int(line(out, pid, "empty zero-timeout polls"), (int64_t)t->empty_zero),
 			     ", longest streak "),
@@ -171,7 +201,12 @@ __attribute__((destructor)) static void write_report(void)
 		return;
 	comm_of_self(comm, sizeof(comm));
 	pwait2_text(&pw);
-	ef_stats_format(&t, &c, pid, comm, pwait2, &out);
+	char rts[128];
+	struct ef_buf rt = EF_BUF(rts);
+	for (int i = 1; i < EF_RT_COUNT; i++)
+		if (ef_runtimes_seen() & (1u << i))
+			ef_str(ef_str(&rt, rt.len ? ", " : ""), ef_runtime_name((enum ef_runtime)i));
+	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */
 	int fd = STDERR_FILENO;

@@ -31,11 +31,15 @@ enum ef_outcome {
 	EF_O_CLAMPED,
 	EF_O_UPGRADE_FELL_BACK, /* meant to upgrade; epoll_pwait2 unusable: passed */
 	EF_O_CLAMP_FELL_BACK,   /* meant to clamp; epoll_pwait2 unusable: whole ms */
+	EF_O_GENUINE,           /* a 1 ms the loop means: passed (EPOLLFIX_ADAPT) */
 	EF_O_COUNT
 };
 
 enum {
 	EF_K_LONGEST_STREAK = EF_CALL_COUNT * EF_T_COUNT * EF_O_COUNT, /* a maximum */
+	EF_K_LEARNED_GENUINE, /* verdicts of the learner (policy.h) */
+	EF_K_LEARNED_SUBMS,
+	EF_K_RETRIES,
 	EF_K_COUNT
 };
 
@@ -94,14 +98,20 @@ struct ef_totals {
 	uint64_t calls[EF_CALL_COUNT];
 	uint64_t by_class[EF_T_COUNT];
 	uint64_t upgraded, clamped, passed, fell_back, empty_zero, longest_streak;
+	uint64_t genuine, learned_genuine, learned_subms, retries;
 };
+
+/* Records a verdict of the learner (enum ef_learned, nonzero). */
+void ef_stats_learned(int learned);
 
 void ef_stats_sum(struct ef_totals *t);
 
 /* The report, pure: every line starts with "epollfix[pid] ". pwait2 is
- * "available" or why it is not used. */
+ * "available" or why it is not used; runtimes names the event loops
+ * recognised ("libuv, nginx"), or is empty. */
 void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, struct ef_buf *out);
+		     const char *comm, const char *pwait2, const char *runtimes,
+		     struct ef_buf *out);
 
 /* Reads EPOLLFIX_STATS (constructor) and arranges the report at exit. */
 void ef_stats_init(void);

@@ -20,7 +20,7 @@ setup() {
 @test "--help lists every variable; --version prints the version" {
 	run "$cmd" --help
 	assert_success
-	for v in SUBMS MAX_MS SLACK LOG CLAMP CLAMP_AFTER CLAMP_GAP DISABLE STATS ONLY SKIP; do
+	for v in SUBMS MAX_MS SLACK LOG CLAMP CLAMP_AFTER CLAMP_GAP ADAPT DISABLE STATS ONLY SKIP; do
 		assert_output --partial "[EPOLLFIX_$v"
 	done
 	run "$cmd" --version
@@ -31,10 +31,10 @@ setup() {
 @test "every option reaches the library as its variable" {
 	# The library's own report prints the policy it runs with.
 	run --separate-stderr "$cmd" --subms=20us --max-ms 3 --slack=keep --log=warn --clamp=2ms \
-		--clamp-after=5 --clamp-gap=3us --stats -- "$EPOLLFIX_PROGS/ef-calls"
+		--clamp-after=5 --clamp-gap=3us --adapt=auto --stats -- "$EPOLLFIX_PROGS/ef-calls"
 	assert_success
 	assert_equal "$(grep ' policy: ' <<<"$stderr" | sed 's/.*policy: //')" \
-		"disable=0 subms=20us max-ms=3 slack=keep log=warn clamp=2ms clamp-after=5 clamp-gap=3us"
+		"disable=0 subms=20us max-ms=3 slack=keep log=warn clamp=2ms clamp-after=5 clamp-gap=3us adapt=auto"
 	run "$cmd" --off "$EPOLLFIX_PROGS/ef-sleep" --count 40
 	assert_rounded
 	run "$cmd" --disable=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40

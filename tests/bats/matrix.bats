@@ -5,12 +5,13 @@
 #   Selector.select(1) returning 0 keys under 900 us;
 # - sub-ms loops (CPython asyncio and select.epoll, libev, mio): the precision
 #   kept, a 50 us wait's median elapsed time under 500 us.
-# Waits are counted by libcountwaits.so, first in LD_PRELOAD, in both runs: the
-# program's own epoll calls with a non-zero timeout, each one kernel wait.
+# Waits are counted by libcountwaits.so in both runs, after the library in
+# LD_PRELOAD (the library must see the program's own call sites): each kernel
+# wait with a non-zero timeout once, the epoll_pwait2 of an upgraded wait too.
 # Needs the glibc meson build (libcountwaits.so, ef-m-*) and tests/matrix/build
 # (tokio, mio, Java); what is missing is skipped.
 #
-# Pending: today's library upgrades every 1 ms wait, so the genuine-ms tests fail.
+# EPOLLFIX_ADAPT=auto (the default) recognises or learns the genuine-ms loops.
 
 setup() {
 	load helpers
@@ -36,7 +37,7 @@ without() {
 # with [VAR=value...] CMD...: runs CMD preloaded with the counter, then the library.
 with() {
 	rm -f "$WAITS"
-	EPOLLFIX_LIB="$CW:$EPOLLFIX_LIB" run preload COUNTWAITS_OUT="$WAITS" "$@"
+	EPOLLFIX_LIB="$EPOLLFIX_LIB:$CW" run preload COUNTWAITS_OUT="$WAITS" "$@"
 	assert_success
 	per_fire
 }
@@ -135,7 +136,7 @@ need() {
 	per_fire
 	base=$per_fire
 	rm -f "$WAITS"
-	run env MX_CHILD_PRELOAD="$CW:$EPOLLFIX_LIB" COUNTWAITS_OUT="$WAITS" \
+	run env MX_CHILD_PRELOAD="$EPOLLFIX_LIB:$CW" COUNTWAITS_OUT="$WAITS" \
 		"$py" "$MX_SRC/nginx_timer.py" 1 "$COUNT"
 	assert_success
 	per_fire
@@ -161,4 +162,30 @@ need() {
 @test "matrix: mio Poll::poll(50 us): median under 500us" {
 	need "$RUST/ef-mio" tests/matrix/build
 	subms 50 "$RUST/ef-mio" --us 50 --count "$COUNT"
+}
+
+@test "matrix: with EPOLLFIX_ADAPT=off the genuine-ms loops wake far more (the policy is what keeps them)" {
+	need "$MX_BUILD/ef-m-uv" libuv1-dev
+	need "$RUST/ef-tokio" tests/matrix/build
+	for prog in "$MX_BUILD/ef-m-uv --ms 1" "$RUST/ef-tokio --us 500"; do
+		# shellcheck disable=SC2086
+		without $prog --count "$COUNT"
+		base=$per_fire
+		# shellcheck disable=SC2086
+		with EPOLLFIX_ADAPT=off $prog --count "$COUNT"
+		[ $((per_fire)) -ge $((base * 3)) ] ||
+			fail "$prog: waits per fire x100: $base without, $per_fire with adapt=off: $output"
+	done
+}
+
+@test "matrix: the report says what was recognised and what was learned" {
+	need "$MX_BUILD/ef-m-uv" libuv1-dev
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$MX_BUILD/ef-m-uv" --ms 1 --count 50
+	assert_success
+	grep -q "1ms left alone as meant: [1-9][0-9]* (recognised: libuv; learned: 0 genuine" <<<"$stderr" ||
+		fail "$stderr"
+	need "$RUST/ef-tokio" tests/matrix/build
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$RUST/ef-tokio" --us 500 --count 100
+	assert_success
+	grep -q "(recognised: none; learned: [1-9][0-9]* genuine" <<<"$stderr" || fail "$stderr"
 }
