@@ -113,15 +113,18 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  int timeout, const sigset_t *mask, const void *ra)
 {
 	struct ef_config c;
-
-	if (!ef_state_config(&c) || c.disable)
-		return call_real(call, epfd, ev, maxevents, timeout, mask);
-
 	struct ef_thread *t = &thread_state;
+
+	if (!ef_state_config(&c) || c.disable) {
+		t->learn.in_run = 0; /* else every call would come this way */
+		return call_real(call, epfd, ev, maxevents, timeout, mask);
+	}
 	int timed = timeout == 0 && c.clamp_ns > 0;
 	int64_t start = timed ? mono_ns() : 0;
 	if (c.adapt)
 		learned(ef_learn_before(&t->learn, timeout));
+	else
+		t->learn.in_run = 0;
 	int genuine = ef_wants_caller(&c, timeout) && ef_caller_runtime(ra) != EF_RT_UNKNOWN;
 	struct ef_decision d = ef_decide(&c, t, timeout, start, genuine);
 	enum ef_action meant = d.action;
