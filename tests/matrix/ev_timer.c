@@ -13,7 +13,7 @@ static long fired, count = 300, us = 50;
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)revents;
-	int64_t fire_ns = mx_now_ns();
+	int64_t fire_ns = now_ns();
 	mx_fire(fire_ns);
 	late[fired++] = fire_ns - deadline;
 	if (fired == count) {
@@ -21,7 +21,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	ev_now_update(loop);
-	deadline = mx_now_ns() + us * 1000;
+	deadline = now_ns() + us * 1000;
 	ev_timer_set(w, us * 1e-6, 0.);
 	ev_timer_start(loop, w);
 }
@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	ev_timer t;
 	ev_timer_init(&t, on_timer, us * 1e-6, 0.);
 	ev_now_update(loop);
-	started = mx_now_ns();
+	started = now_ns();
 	deadline = started + us * 1000;
 	ev_timer_start(loop, &t);
 	ev_run(loop, 0);

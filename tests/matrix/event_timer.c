@@ -18,12 +18,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval tv = { us / 1000000, us % 1000000 };
 	(void)fd, (void)what, (void)arg;
-	int64_t fire_ns = mx_now_ns();
+	int64_t fire_ns = now_ns();
 	mx_fire(fire_ns);
 	late[fired++] = fire_ns - deadline;
 	if (fired == count)
 		return;
-	deadline = mx_now_ns() + us * 1000;
+	deadline = now_ns() + us * 1000;
 	evtimer_add(ev, &tv);
 }
 
@@ -42,16 +42,16 @@ int main(int argc, char **argv)
 	int precise = getenv("EVENT_PRECISE_TIMER") != NULL;
 	ev = evtimer_new(base, on_timer, NULL);
 	struct timeval tv = { us / 1000000, us % 1000000 };
-	started = mx_now_ns();
+	started = now_ns();
 	deadline = started + us * 1000;
 	evtimer_add(ev, &tv);
 	event_base_dispatch(base);
 	mx_fires_write();
-	qsort(late, (size_t)fired, sizeof(*late), mx_cmp);
+	qsort(late, (size_t)fired, sizeof(*late), cmp_i64);
 	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld method=%s precise=%d\n",
 	       fired, fired ? (long long)(late[fired / 2] / 1000) : 0,
 	       fired ? (long long)(late[fired * 9 / 10] / 1000) : 0,
-	       (long long)((mx_now_ns() - started) / 1000000), event_base_get_method(base), precise);
+	       (long long)((now_ns() - started) / 1000000), event_base_get_method(base), precise);
 	event_free(ev);
 	event_base_free(base);
 	return fired == count ? 0 : 1;

@@ -3,25 +3,7 @@
 #ifndef EF_MATRIX_H
 #define EF_MATRIX_H
 
-#define _GNU_SOURCE
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static inline int64_t mx_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int mx_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
+#include "../progs/common.h" /* now_ns, cmp_i64 */
 
 /* With MX_FIRES=PATH in the environment, the fire times (CLOCK_MONOTONIC ns)
  * are written to PATH at the end, one a line: tests/matrix/pattern lines them
@@ -55,10 +37,10 @@ static inline void mx_fires_write(void)
 static inline void mx_report(int64_t *late, long n, int64_t started_ns)
 {
 	mx_fires_write();
-	qsort(late, (size_t)n, sizeof(*late), mx_cmp);
+	qsort(late, (size_t)n, sizeof(*late), cmp_i64);
 	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld\n", n,
 	       n ? (long long)(late[n / 2] / 1000) : 0, n ? (long long)(late[n * 9 / 10] / 1000) : 0,
-	       (long long)((mx_now_ns() - started_ns) / 1000000));
+	       (long long)((now_ns() - started_ns) / 1000000));
 	fflush(stdout);
 }
 

@@ -12,7 +12,7 @@ static long fired, count = 300, ms = 1;
 
 static void on_timer(uv_timer_t *t)
 {
-	int64_t fire_ns = mx_now_ns();
+	int64_t fire_ns = now_ns();
 	mx_fire(fire_ns);
 	late[fired++] = fire_ns - deadline;
 	if (fired == count) {
@@ -20,7 +20,7 @@ static void on_timer(uv_timer_t *t)
 		uv_close((uv_handle_t *)t, NULL);
 		return;
 	}
-	deadline = mx_now_ns() + ms * 1000000;
+	deadline = now_ns() + ms * 1000000;
 	uv_timer_start(t, on_timer, (uint64_t)ms, 0);
 }
 
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	uv_loop_t *loop = uv_default_loop();
 	uv_timer_init(loop, &t);
 	uv_update_time(loop);
-	started = mx_now_ns();
+	started = now_ns();
 	deadline = started + ms * 1000000;
 	uv_timer_start(&t, on_timer, (uint64_t)ms, 0);
 	uv_run(loop, UV_RUN_DEFAULT);
