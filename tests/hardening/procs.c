@@ -136,6 +136,7 @@ static void *first_wait(void *arg)
 /* One round: children forked while the first upgraded wait probes. */
 static int fork_probe_round(void)
 {
+	alarm(60);
 	if (allow_all())
 		return 2;
 	int ep = idle_epoll(), p[2];
@@ -156,15 +157,20 @@ static int fork_probe_round(void)
 		children++;
 	}
 	pthread_join(t, NULL);
+	close(p[1]); /* a child that dies without answering ends the reads */
 	long parent = median_wait_us(ep, 0, 1, 20);
-	for (int i = 0; i < children; i++) {
-		long m;
-		if (read(p[0], &m, sizeof(m)) != sizeof(m))
-			return 2;
+	int answered = 0, failed = 0;
+	for (long m; read(p[0], &m, sizeof(m)) == sizeof(m); answered++)
 		slow += m > 900;
-		wait(NULL);
+	for (int i = 0; i < children; i++) {
+		int status;
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "fork-probe: a child ended with status %#x\n", status);
+			failed++;
+		}
 	}
-	printf("children=%d slow=%d parent_median_us=%ld\n", children, slow, parent);
+	printf("children=%d slow=%d parent_median_us=%ld\n", children,
+	       slow + failed + (children - answered), parent);
 	return 0;
 }
 
@@ -176,13 +182,33 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "fork-probe")) {
 		int n = argc > 2 ? atoi(argv[2]) : 10, slow = 0, children = 0;
 		for (int i = 0; i < n; i++) {
-			char cmd[4096];
-			snprintf(cmd, sizeof(cmd), "'%s' fork-probe-round", argv[0]);
-			FILE *f = popen(cmd, "r");
-			int c = 0, s = 0;
-			if (!f || fscanf(f, "children=%d slow=%d", &c, &s) != 2)
+			/* A fresh process each round (no sh: under musl it would get
+			 * a musl library preloaded into a glibc shell). */
+			int out[2], c = 0, s = 0;
+			char text[256];
+			if (pipe(out))
 				return 2;
-			pclose(f);
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				dup2(out[1], 1);
+				execl("/proc/self/exe", argv[0], "fork-probe-round", (char *)NULL);
+				_exit(127);
+			}
+			close(out[1]);
+			ssize_t len = 0, k;
+			while (len < (ssize_t)sizeof(text) - 1 &&
+			       (k = read(out[0], text + len, sizeof(text) - 1 - (size_t)len)) > 0)
+				len += k;
+			text[len > 0 ? len : 0] = '\0';
+			close(out[0]);
+			int status;
+			waitpid(pid, &status, 0);
+			if (sscanf(text, "children=%d slow=%d", &c, &s) != 2 || !WIFEXITED(status) ||
+			    WEXITSTATUS(status)) {
+				fprintf(stderr, "fork-probe: round %d: status %#x: %s\n", i, status, text);
+				return 2;
+			}
 			children += c;
 			slow += s;
 		}
