@@ -21,10 +21,24 @@
 #define NS_PER_S 1000000000LL
 #define REFUSED (-2) /* never a result of the real call */
 
-static __thread struct ef_thread thread_state __attribute__((tls_model("initial-exec")));
+/* One thread-local block, reached with one offset: the policy's memory of
+ * this thread and the counters it owns. */
+static __thread struct {
+	struct ef_thread policy;
+	struct ef_slot *slot;
+} tls __attribute__((tls_model("initial-exec")));
 
-static int call_real(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
-		     int timeout, const sigset_t *mask)
+static inline struct ef_slot *my_slot(void)
+{
+	if (__builtin_expect(!tls.slot, 0))
+		tls.slot = ef_stats_claim();
+	return tls.slot;
+}
+
+/* Inlined into both exported functions, so `call` is a constant there. */
+static inline __attribute__((always_inline)) int call_real(enum ef_call call, int epfd,
+							   struct epoll_event *ev, int maxevents,
+							   int timeout, const sigset_t *mask)
 {
 	return call == EF_CALL_WAIT ? ef_real_epoll_wait()(epfd, ev, maxevents, timeout)
 				    : ef_real_epoll_pwait()(epfd, ev, maxevents, timeout, mask);
@@ -105,7 +119,7 @@ static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
 static void learned(enum ef_learned what)
 {
 	if (what != EF_LEARNED_NOTHING)
-		ef_stats_learned(what);
+		ef_stats_learned(my_slot(), what);
 }
 
 static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
@@ -113,7 +127,7 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  int timeout, const sigset_t *mask, const void *ra)
 {
 	struct ef_config c;
-	struct ef_thread *t = &thread_state;
+	struct ef_thread *t = &tls.policy;
 
 	if (!ef_state_config(&c) || c.disable) {
 		t->learn.in_run = 0; /* else every call would come this way */
@@ -148,26 +162,34 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 		ef_observe(t, timeout, r);
 	if (c.adapt)
 		learned(ef_learn_after(&t->learn, d.action, timeout, r, end));
-	ef_stats_count(call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
+	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (c.log >= EF_LOG_DEBUG)
 		debug_line(call, epfd, timeout, d, r);
 	errno = err;
 	return r;
 }
 
-static inline int ef_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
-			  int timeout, const sigset_t *mask, const void *ra)
+static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int epfd,
+							 struct epoll_event *ev, int maxevents,
+							 int timeout, const sigset_t *mask, const void *ra)
 {
 	uint32_t w = ef_state_fast();
 
 	/* A thread in a run of upgraded waits needs the learner to see its next call. */
-	if (__builtin_expect(!ef_fast_pass(w, timeout) || thread_state.learn.in_run, 0))
+	if (__builtin_expect(!ef_fast_pass(w, timeout) || tls.policy.learn.in_run, 0))
 		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask, ra);
-	int r = call_real(call, epfd, ev, maxevents, timeout, mask);
-	if (!(w & EF_FAST_UNCOUNTED)) { /* neither touches errno */
-		ef_observe(&thread_state, timeout, r);
-		ef_stats_count(call, timeout, ef_fast_max_ms(w), EF_O_PASSED, r, &thread_state);
+	if (w & EF_FAST_UNCOUNTED)
+		return call_real(call, epfd, ev, maxevents, timeout, mask);
+	/* Counting touches no errno. A non-zero timeout is counted before the call,
+	 * which is then a tail call; a zero timeout's count needs its result. */
+	if (timeout != 0) {
+		ef_observe(&tls.policy, timeout, 0);
+		ef_stats_count(my_slot(), call, timeout, ef_fast_max_ms(w), EF_O_PASSED, 0, &tls.policy);
+		return call_real(call, epfd, ev, maxevents, timeout, mask);
 	}
+	int r = call_real(call, epfd, ev, maxevents, 0, mask);
+	ef_observe(&tls.policy, 0, r);
+	ef_stats_count(my_slot(), call, 0, ef_fast_max_ms(w), EF_O_PASSED, r, &tls.policy);
 	return r;
 }
 

@@ -82,6 +82,8 @@ static inline void ef_observe(struct ef_thread *t, int timeout_ms, int result)
 		t->empty_streak++;
 		return;
 	}
+	if (!t->empty_streak) /* busy_streak <= empty_streak: nothing to end */
+		return;
 	if (t->empty_streak > t->longest_streak)
 		t->longest_streak = t->empty_streak;
 	t->empty_streak = 0;

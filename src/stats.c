@@ -14,12 +14,10 @@
 
 struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
 static _Atomic unsigned slots_taken;
-__thread struct ef_slot *ef_my_slot __attribute__((tls_model("initial-exec")));
-
 struct ef_slot *ef_stats_claim(void)
 {
 	unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
-	return ef_my_slot = &ef_stats_slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
+	return &ef_stats_slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
 }
 
 void ef_stats_sum(struct ef_totals *t)
@@ -56,9 +54,8 @@ void ef_stats_sum(struct ef_totals *t)
 	}
 }
 
-void ef_stats_learned(int learned)
+void ef_stats_learned(struct ef_slot *s, int learned)
 {
-	struct ef_slot *s = ef_my_slot ? ef_my_slot : ef_stats_claim();
 	ef_stats_add(s, learned == EF_LEARNED_GENUINE ? EF_K_LEARNED_GENUINE
 			: learned == EF_LEARNED_SUBMS ? EF_K_LEARNED_SUBMS
 						      : EF_K_RETRIES);

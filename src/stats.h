@@ -50,7 +50,7 @@ struct ef_slot {
 /* Threads beyond the first EF_SLOTS - 1 share the last slot, with atomic adds. */
 #define EF_SLOTS 256
 extern struct ef_slot ef_stats_slots[EF_SLOTS];
-extern __thread struct ef_slot *ef_my_slot __attribute__((tls_model("initial-exec")));
+/* A slot for a new thread, which keeps it in its thread-local state. */
 struct ef_slot *ef_stats_claim(void);
 
 static inline int ef_stats_shared(const struct ef_slot *s)
@@ -76,13 +76,12 @@ static inline void ef_stats_add(struct ef_slot *s, unsigned k)
 				      memory_order_relaxed);
 }
 
-/* Wait path: one call's outcome, with the thread's streak after it. */
-static inline void ef_stats_count(enum ef_call call, int timeout_ms, int max_ms,
-				  enum ef_outcome o, int result, const struct ef_thread *t)
+/* Wait path: one call's outcome, with the thread's streak after it. For a
+ * non-zero timeout the result does not matter, so it may be counted first. */
+static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int timeout_ms,
+				  int max_ms, enum ef_outcome o, int result,
+				  const struct ef_thread *t)
 {
-	struct ef_slot *s = ef_my_slot;
-	if (__builtin_expect(!s, 0))
-		s = ef_stats_claim();
 	ef_stats_add(s, ((unsigned)call * EF_T_COUNT + ef_tclass_of(timeout_ms, max_ms, result)) *
 				EF_O_COUNT + o);
 	if (timeout_ms == 0 && result == 0) {
@@ -102,7 +101,7 @@ struct ef_totals {
 };
 
 /* Records a verdict of the learner (enum ef_learned, nonzero). */
-void ef_stats_learned(int learned);
+void ef_stats_learned(struct ef_slot *s, int learned);
 
 void ef_stats_sum(struct ef_totals *t);
 
