@@ -5,21 +5,9 @@
 #ifndef EFB_COMMON_H
 #define EFB_COMMON_H
 
-#define _GNU_SOURCE
-#include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
+#include "../tests/progs/common.h" /* now_ns, and the test programs' other helpers */
 
-static inline int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include <sys/resource.h>
 
 /* user+sys of the whole process (all threads), precise to the scheduler clock */
 static inline int64_t cpu_ns(void)
