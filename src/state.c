@@ -98,11 +98,11 @@ static void read_proc_self(const char *name, char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-static int selected = 1;
+static _Atomic int selected = 1;
 
 int ef_state_selected(void)
 {
-	return selected;
+	return atomic_load_explicit(&selected, memory_order_relaxed);
 }
 
 /* EPOLLFIX_ONLY and EPOLLFIX_SKIP: a program left alone behaves as with
@@ -119,13 +119,14 @@ static void select_program(struct ef_config *c)
 	read_proc_self("comm", comm, sizeof(comm));
 	read_proc_self("cmdline", argv0, sizeof(argv0));
 	ef_str(&line, prefix);
-	selected = ef_program_selected(only, skip, comm, argv0, &line);
+	atomic_store_explicit(&selected, ef_program_selected(only, skip, comm, argv0, &line),
+			      memory_order_relaxed);
 	if (line.len > sizeof(prefix) - 1 && c->log > EF_LOG_QUIET) {
 		if (line.len + 2 > line.cap)
 			line.len = line.cap - 2;
 		ef_warn_line(ef_str(&line, "\n"));
 	}
-	if (!selected)
+	if (!ef_state_selected())
 		c->disable = 1;
 }
 

@@ -189,7 +189,7 @@ __attribute__((destructor)) static void write_report(void)
 	struct ef_config c;
 	int saved = errno;
 
-	if (!stats_path[0] || !ef_state_selected() || !ef_state_config(&c))
+	if (!stats_path[0] || !ef_state_config(&c) || !ef_state_selected())
 		return;
 	long pid = (long)getpid();
 	ef_stats_sum(&t);
