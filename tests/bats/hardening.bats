@@ -8,6 +8,7 @@
 setup() {
 	# helpers.bash unsets EPOLLFIX_* variables it does not know: keep ours first.
 	HARD_BUILD="${EPOLLFIX_TESTS_BUILD:-}"
+	HARD_EXTRA="${EPOLLFIX_PRELOAD_EXTRA:-}" # a sanitizer runtime to load first
 	load helpers
 	H="${HARD_BUILD:-$(dirname "$EPOLLFIX_PROGS")}/hardening"
 	[ -x "$H/ef-stress" ] || fail "hardening programs not built in $H"
@@ -18,10 +19,11 @@ setup() {
 preload_with() {
 	local order=$1 other=$2
 	shift 2
+	local extra=${HARD_EXTRA:+$HARD_EXTRA:}
 	if [ "$order" = first ]; then
-		env LD_PRELOAD="$EPOLLFIX_LIB:$other" "$@"
+		env LD_PRELOAD="$extra$EPOLLFIX_LIB:$other" "$@"
 	else
-		env LD_PRELOAD="$other:$EPOLLFIX_LIB" "$@"
+		env LD_PRELOAD="$extra$other:$EPOLLFIX_LIB" "$@"
 	fi
 }
 
@@ -231,7 +233,7 @@ faketime_lib() {
 	need_glibc
 	ft=$(faketime_lib) || skip "libfaketime not installed (Debian: libfaketime)"
 	export FAKETIME="+1d"
-	run env LD_PRELOAD="$ft" "$H/ef-proc" measure
+	run env LD_PRELOAD="${HARD_EXTRA:+$HARD_EXTRA:}$ft" "$H/ef-proc" measure
 	assert_success
 	assert_rounded
 	for order in first last; do
