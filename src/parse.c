@@ -21,12 +21,13 @@ enum ef_parse_err ef_parse_int(const char *s, int64_t min, int64_t max, int64_t 
 		return EF_PARSE_EMPTY;
 	if (*s == '-')
 		return EF_PARSE_NEGATIVE;
-	for (const char *p = s; *p; p++) {
+	/* Syntax first, so "99999999999999999999x" is not a number, as for durations. */
+	for (const char *p = s; *p; p++)
 		if (!is_digit(*p))
 			return EF_PARSE_SYNTAX;
+	for (const char *p = s; *p; p++)
 		if (add_digit(&v, *p - '0', INT64_MAX))
 			return EF_PARSE_OVERFLOW;
-	}
 	if (v < min || v > max)
 		return EF_PARSE_RANGE;
 	*out = v;

@@ -28,20 +28,38 @@ const char *ef_runtime_name(enum ef_runtime rt)
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
 }
 
+/* The objects defining each marker, looked up once by the constructor: on the
+ * wait path dlsym could allocate (a missing symbol builds an error message).
+ * A runtime dlopen'ed later is not recognised; the learner still finds it. */
+static _Atomic(void *) marker_base[sizeof(markers) / sizeof(markers[0])];
+static _Atomic int markers_ready;
+
+void ef_recognize_init(void)
+{
+	Dl_info info;
+	int saved = errno;
+
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
+		void *sym = dlsym(RTLD_DEFAULT, markers[i].symbol);
+		if (sym && dladdr(sym, &info))
+			atomic_store_explicit(&marker_base[i], info.dli_fbase, memory_order_relaxed);
+	}
+	errno = saved;
+	atomic_store_explicit(&markers_ready, 1, memory_order_release);
+}
+
 static enum ef_runtime classify(const void *ra)
 {
-	Dl_info caller, marker;
+	Dl_info caller;
 
 	if (!dladdr(ra, &caller) || !caller.dli_fbase)
 		return EF_RT_UNKNOWN;
 	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
 	if (caller.dli_sname && strncmp(caller.dli_sname, "Java_", 5) == 0)
 		return EF_RT_JAVA;
-	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
-		void *sym = dlsym(RTLD_DEFAULT, markers[i].symbol);
-		if (sym && dladdr(sym, &marker) && marker.dli_fbase == caller.dli_fbase)
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+		if (atomic_load_explicit(&marker_base[i], memory_order_relaxed) == caller.dli_fbase)
 			return markers[i].rt;
-	}
 	return EF_RT_UNKNOWN;
 }
 
@@ -63,6 +81,9 @@ enum ef_runtime ef_caller_runtime(const void *ra)
 		if (!s)
 			break;
 	}
+	/* Before the constructor the markers are unknown: answer without caching. */
+	if (!atomic_load_explicit(&markers_ready, memory_order_acquire))
+		return EF_RT_UNKNOWN;
 	int saved = errno;
 	enum ef_runtime rt = classify(ra);
 	errno = saved;

@@ -13,8 +13,11 @@ enum ef_runtime {
 	EF_RT_COUNT
 };
 
+/* Looks the runtimes' marker symbols up (constructor: dlsym may allocate). */
+void ef_recognize_init(void);
+
 /* The runtime whose code contains return address ra. The first call from a
- * site asks the dynamic loader (dladdr, dlsym); later ones hit a cache. */
+ * site asks dladdr (no allocation); later ones hit a cache. */
 enum ef_runtime ef_caller_runtime(const void *ra);
 
 const char *ef_runtime_name(enum ef_runtime rt);

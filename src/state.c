@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "real.h"
+#include "recognize.h"
 #include "stats.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
@@ -207,6 +208,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 {
 	load_once();
 	ef_real_init();
+	ef_recognize_init();
 	ef_stats_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 }

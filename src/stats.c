@@ -198,7 +198,7 @@ __attribute__((destructor)) static void write_report(void)
 		return;
 	comm_of_self(comm, sizeof(comm));
 	pwait2_text(&pw);
-	char rts[128];
+	char rts[128] = ""; /* stays empty when no runtime was recognised */
 	struct ef_buf rt = EF_BUF(rts);
 	for (int i = 1; i < EF_RT_COUNT; i++)
 		if (ef_runtimes_seen() & (1u << i))

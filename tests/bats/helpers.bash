@@ -21,8 +21,9 @@ for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
 done
 
 # preload [VAR=value...] command [args...]: the command alone gets the library.
+# EPOLLFIX_PRELOAD_EXTRA (scripts/sanitize: the ASan runtime) goes first.
 preload() {
-	env LD_PRELOAD="$EPOLLFIX_LIB" "$@"
+	env LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$EPOLLFIX_LIB" "$@"
 }
 
 # The interpreter itself, not a wrapper script (pyenv's shim is bash), so that

@@ -29,7 +29,7 @@ setup() {
 # without [VAR=value...] CMD...: runs CMD with only the counting preload.
 without() {
 	rm -f "$WAITS"
-	run env LD_PRELOAD="$CW" COUNTWAITS_OUT="$WAITS" "$@"
+	run env LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$CW" COUNTWAITS_OUT="$WAITS" "$@"
 	assert_success
 	per_fire
 }

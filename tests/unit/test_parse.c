@@ -117,6 +117,8 @@ Test(integer, refuses)
 	cr_assert_eq(ef_parse_int("11", 0, 10, &v), EF_PARSE_RANGE);
 	cr_assert_eq(ef_parse_int("9223372036854775808", 0, INT64_MAX, &v), EF_PARSE_OVERFLOW);
 	cr_assert_eq(ef_parse_int("99999999999999999999999999", 0, 10, &v), EF_PARSE_OVERFLOW);
+	cr_assert_eq(ef_parse_int("99999999999999999999x", 0, 10, &v), EF_PARSE_SYNTAX,
+		     "not a number before too large, as for durations");
 	cr_assert_eq(v, 77);
 }
 
