@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +80,11 @@ void ef_real_init(void)
 
 static _Atomic int pw2_state = EF_PW2_UNKNOWN;
 static _Atomic int pw2_why;
+/* The probe ran with no seccomp filter in force. A filter installed since
+ * could kill the process on epoll_pwait2, so each use first asks whether one
+ * has appeared (one prctl on a wait of 50 us or more), and probes again in a
+ * child if so. */
+static _Atomic int pw2_unfiltered;
 
 /* With maxevents 0 a kernel that has the call answers EINVAL (or EBADF) before
  * touching anything; ENOSYS means too old, anything else a filter said no. */
@@ -140,8 +146,22 @@ static int probe_in_child(void)
 int ef_pwait2_usable(void)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
-	if (s == EF_PW2_OK)
-		return 1;
+	if (s == EF_PW2_OK) {
+		if (!atomic_load_explicit(&pw2_unfiltered, memory_order_relaxed) ||
+		    prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0)
+			return 1;
+		/* A filter arrived after the probe: whoever notices first probes again. */
+		int ok = EF_PW2_OK;
+		if (!atomic_compare_exchange_strong(&pw2_state, &ok, EF_PW2_PROBING))
+			return 0;
+		int saved = errno;
+		int why = probe_in_child();
+		errno = saved;
+		atomic_store_explicit(&pw2_unfiltered, 0, memory_order_relaxed);
+		atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
+		atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
+		return why == 0;
+	}
 	if (s != EF_PW2_UNKNOWN)
 		return 0;
 	int expected = EF_PW2_UNKNOWN;
@@ -149,8 +169,10 @@ int ef_pwait2_usable(void)
 		return 0;
 
 	int saved = errno;
-	int why = seccomp_mode() == 0 ? probe_answer() : probe_in_child();
+	int unfiltered = seccomp_mode() == 0;
+	int why = unfiltered ? probe_answer() : probe_in_child();
 	errno = saved;
+	atomic_store_explicit(&pw2_unfiltered, unfiltered, memory_order_relaxed);
 	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
 	atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
 	return why == 0;
