@@ -38,13 +38,6 @@ struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns)
 	return ef_str(b, ef_format_duration(ns, tmp, sizeof(tmp)));
 }
 
-struct ef_buf *ef_pad(struct ef_buf *b, const char *s, size_t w)
-{
-	for (size_t n = strlen(s); n < w; n++)
-		ef_str(b, " ");
-	return ef_str(b, s);
-}
-
 void ef_buf_write(const struct ef_buf *b, int fd)
 {
 	int saved = errno;

@@ -17,8 +17,6 @@ struct ef_buf {
 struct ef_buf *ef_str(struct ef_buf *b, const char *s);
 struct ef_buf *ef_int(struct ef_buf *b, int64_t v);
 struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns);
-/* Right-aligns s in a field of width w (for the report's columns). */
-struct ef_buf *ef_pad(struct ef_buf *b, const char *s, size_t w);
 /* Writes the whole buffer to fd with one write(2) where possible, keeping errno. */
 void ef_buf_write(const struct ef_buf *b, int fd);
 
