@@ -1,7 +1,6 @@
 #include "fmt.h"
 
 #include <errno.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "parse.h"
