@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static int fds[2];
@@ -34,14 +33,6 @@ static void *writer(void *arg)
 		atomic_fetch_add(&written, 1);
 	}
 	return NULL;
-}
-
-static int64_t cpu_ns(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
-	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
 }
 
 int main(int argc, char **argv)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static inline int64_t now_ns(void)
@@ -33,6 +34,56 @@ static inline void print_summary(int64_t *ns, size_t n)
 	qsort(ns, n, sizeof(*ns), cmp_i64);
 	printf("median_us=%lld min_us=%lld max_us=%lld", (long long)(ns[n / 2] / 1000),
 	       (long long)(ns[0] / 1000), (long long)(ns[n - 1] / 1000));
+}
+
+/* ---- what the benchmark driver (bench/run) reads: one line
+ * "count=.. waits=.. cpu_ns=.. wall_ns=.. nvcsw=..", and with --raw FILE one
+ * sample in ns a line ---- */
+
+/* user+sys of the whole process (all threads), precise to the scheduler clock */
+static inline int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* voluntary context switches of the whole process: each is a thread going to sleep */
+static inline long nvcsw(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw;
+}
+
+struct efb_mark { int64_t wall, cpu; long csw; };
+
+static inline struct efb_mark efb_mark(void)
+{
+	struct efb_mark m = { now_ns(), cpu_ns(), nvcsw() };
+	return m;
+}
+
+static inline void efb_report(struct efb_mark start, long count, long waits)
+{
+	struct efb_mark end = efb_mark();
+	printf("count=%ld waits=%ld cpu_ns=%lld wall_ns=%lld nvcsw=%ld\n", count, waits,
+	       (long long)(end.cpu - start.cpu), (long long)(end.wall - start.wall),
+	       end.csw - start.csw);
+}
+
+static inline int efb_write_raw(const char *path, const int64_t *ns, long n)
+{
+	if (!path)
+		return 0;
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	for (long i = 0; i < n; i++)
+		fprintf(f, "%lld\n", (long long)ns[i]);
+	return fclose(f);
 }
 
 /* ---- seccomp ---- */
