@@ -43,7 +43,6 @@ struct ef_learn {
 struct ef_thread {
 	struct ef_learn learn;
 	uint64_t empty_streak;  /* zero-timeout polls in a row that found nothing */
-	uint64_t longest_streak;
 	/* Kept only while the clamp is on (they need the clock): */
 	uint64_t busy_streak;   /* of the empty streak, polls that came back within clamp_gap */
 	int64_t last_return_ns; /* when the last zero-timeout poll returned */
@@ -84,8 +83,6 @@ static inline void ef_observe(struct ef_thread *t, int timeout_ms, int result)
 	}
 	if (!t->empty_streak) /* busy_streak <= empty_streak: nothing to end */
 		return;
-	if (t->empty_streak > t->longest_streak)
-		t->longest_streak = t->empty_streak;
 	t->empty_streak = 0;
 	t->busy_streak = 0;
 }
