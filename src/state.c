@@ -85,9 +85,7 @@ static const char *env(const char *name)
 	return getenv(name);
 }
 
-/* The first line of a /proc/self file: comm ends in a newline, cmdline's first
- * string (argv[0]) in a NUL. */
-static void read_proc_self(const char *name, char *buf, size_t size)
+void ef_read_proc_self(const char *name, char *buf, size_t size)
 {
 	char path[32] = "/proc/self/";
 	int fd = open(strcat(path, name), O_RDONLY | O_CLOEXEC);
@@ -117,8 +115,8 @@ static void select_program(struct ef_config *c)
 
 	if ((!only || !*only) && (!skip || !*skip))
 		return;
-	read_proc_self("comm", comm, sizeof(comm));
-	read_proc_self("cmdline", argv0, sizeof(argv0));
+	ef_read_proc_self("comm", comm, sizeof(comm));
+	ef_read_proc_self("cmdline", argv0, sizeof(argv0));
 	ef_str(&line, prefix);
 	atomic_store_explicit(&selected, ef_program_selected(only, skip, comm, argv0, &line),
 			      memory_order_relaxed);

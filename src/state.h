@@ -53,6 +53,10 @@ int ef_state_set(const char *word, struct ef_buf *msg);
 /* 0 when EPOLLFIX_ONLY or EPOLLFIX_SKIP leave this program alone. */
 int ef_state_selected(void);
 
+/* The first line of /proc/self/NAME, without stdio: comm ends in a newline,
+ * cmdline's first string (argv[0]) in a NUL. Empty if it cannot be read. */
+void ef_read_proc_self(const char *name, char *buf, size_t size);
+
 /* One warning line to stderr. */
 void ef_warn_line(const struct ef_buf *line);
 

@@ -154,18 +154,6 @@ static void pwait2_text(struct ef_buf *b)
 	}
 }
 
-static void comm_of_self(char *buf, size_t size)
-{
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	n = n < 0 ? 0 : n;
-	while (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n] = '\0';
-}
-
 /* "%p" becomes the pid, so each process of a forking program has its own file. */
 static void expand_path(char *dst, size_t size, long pid)
 {
@@ -196,7 +184,7 @@ __attribute__((destructor)) static void write_report(void)
 	/* A shell or sed started by a preloaded script has nothing to say. */
 	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
 		return;
-	comm_of_self(comm, sizeof(comm));
+	ef_read_proc_self("comm", comm, sizeof(comm));
 	pwait2_text(&pw);
 	char rts[128] = ""; /* stays empty when no runtime was recognised */
 	struct ef_buf rt = EF_BUF(rts);
