@@ -14,7 +14,7 @@ static const struct ef_word log_words[] = {
 	{ "quiet", EF_LOG_QUIET }, { "warn", EF_LOG_WARN }, { "debug", EF_LOG_DEBUG }, { NULL, 0 }
 };
 static const struct ef_word bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
-static const struct ef_word adapt_words[] = { { "off", 0 }, { "auto", 1 }, { NULL, 0 } };
+static const struct ef_word adapt_words[] = { { "off", 0 }, { "auto", 1 }, { "safe", 2 }, { NULL, 0 } };
 
 #define FIELD(m) offsetof(struct ef_config, m)
 
@@ -40,9 +40,11 @@ const struct ef_var ef_vars[] = {
 	{ "clamp-gap", "EPOLLFIX_CLAMP_GAP", EF_KIND_DURATION, FIELD(clamp_gap_ns), 1, NS_PER_S,
 	  1 * NS_PER_US, NULL,
 	  "polls count as one busy loop only if the program came back within this time" },
-	{ "adapt", "EPOLLFIX_ADAPT", EF_KIND_WORD, FIELD(adapt), 0, 1, 1, adapt_words,
-	  "auto: leave alone the 1 ms of loops that mean it (libuv, nginx, libevent, Java, "
-	  "or learned); off: upgrade every rounded-up wait" },
+	{ "adapt", "EPOLLFIX_ADAPT", EF_KIND_WORD, FIELD(adapt), 0, 2, 1, adapt_words,
+	  "auto: predict each call site's deadlines, leave alone the 1 ms of loops that mean it "
+	  "(libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; "
+	  "safe: also leave alone every stream not shown to be sub-ms (a whole host); "
+	  "off: upgrade every rounded-up wait by SUBMS steps" },
 };
 const size_t ef_nvars = sizeof(ef_vars) / sizeof(ef_vars[0]);
 

@@ -122,6 +122,13 @@ static void learned(enum ef_learned what)
 		ef_stats_learned(my_slot(), what);
 }
 
+static enum ef_caller caller_of(const void *ra)
+{
+	return ef_caller_runtime(ra) != EF_RT_UNKNOWN ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
+}
+
+/* The policy's protocol (policy.h): before, the wait it chose (or the real
+ * call when epoll_pwait2 is unusable), after. */
 static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  struct epoll_event *ev, int maxevents,
 						  int timeout, const sigset_t *mask, const void *ra)
@@ -129,21 +136,18 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	struct ef_config c;
 	struct ef_thread *t = &tls.policy;
 
-	if (!ef_state_config(&c) || c.disable) {
-		t->learn.in_run = 0; /* else every call would come this way */
-		return call_real(call, epfd, ev, maxevents, timeout, mask);
-	}
-	int timed = timeout == 0 && c.clamp_ns > 0;
-	int64_t start = timed ? mono_ns() : 0;
-	if (c.adapt)
-		learned(ef_learn_before(&t->learn, timeout));
-	else
-		t->learn.in_run = 0;
-	int genuine = ef_wants_caller(&c, timeout) && ef_caller_runtime(ra) != EF_RT_UNKNOWN;
-	struct ef_decision d = ef_decide(&c, t, timeout, start, genuine);
+	if (!ef_state_config(&c))
+		c = (struct ef_config){ .disable = 1 };
+	struct ef_request in = { .timeout_ms = timeout, .site = ra };
+	if (ef_wants_caller(&c, timeout))
+		in.caller = caller_of(ra);
+	if (ef_wants_clock(&c, t, timeout))
+		in.now_ns = mono_ns();
+	struct ef_decision d = ef_before(&c, t, &in);
 	enum ef_action meant = d.action;
 	int r = REFUSED;
 
+	learned(d.learned);
 	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable())
 		d = ef_without_pwait2(d, timeout);
 	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
@@ -153,15 +157,12 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	}
 	if (r == REFUSED)
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
+	if (c.disable)
+		return r;
 
 	int err = errno;
-	int64_t end = timed || (c.adapt && d.action == EF_UPGRADE) ? mono_ns() : 0;
-	if (timed)
-		ef_observe_timed(t, r, start, end, c.clamp_gap_ns);
-	else
-		ef_observe(t, timeout, r);
-	if (c.adapt)
-		learned(ef_learn_after(&t->learn, d.action, timeout, r, end));
+	int64_t end = ef_wants_end_clock(&c, &in, d) ? mono_ns() : 0;
+	learned(ef_after(&c, t, &in, d, r, end));
 	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (c.log >= EF_LOG_DEBUG)
 		debug_line(call, epfd, timeout, d, r);
@@ -175,8 +176,8 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 {
 	uint32_t w = ef_state_fast();
 
-	/* A thread in a run of upgraded waits needs the learner to see its next call. */
-	if (__builtin_expect(!ef_fast_pass(w, timeout) || tls.policy.learn.in_run, 0))
+	/* A thread in a run of upgraded waits needs the policy to see its next call. */
+	if (__builtin_expect(!ef_fast_pass(w, timeout) || ef_watching(&tls.policy), 0))
 		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask, ra);
 	if (w & EF_FAST_UNCOUNTED)
 		return call_real(call, epfd, ev, maxevents, timeout, mask);

@@ -1,56 +1,46 @@
 #include "policy.h"
 
+#include <stddef.h>
+
+#define NS_PER_US 1000LL
 #define NS_PER_MS 1000000LL
 
-struct ef_decision ef_decide(const struct ef_config *c, const struct ef_thread *t,
-			     int timeout_ms, int64_t now_ns, int genuine)
-{
-	struct ef_decision d = { EF_PASS, 0, timeout_ms };
-
-	if (c->disable)
-		return d;
-	if (ef_wants_caller(c, timeout_ms) && (genuine || t->learn.backoff_left)) {
-		d.action = EF_GENUINE;
-	} else if (timeout_ms > 0 && timeout_ms <= c->max_ms && c->subms_ns > 0) {
-		d.action = EF_UPGRADE;
-		d.wait_ns = (int64_t)(timeout_ms - 1) * NS_PER_MS + c->subms_ns;
-	} else if (timeout_ms == 0 && c->clamp_ns > 0 &&
-		   t->busy_streak >= (uint64_t)c->clamp_after &&
-		   now_ns - t->last_return_ns <= c->clamp_gap_ns) {
-		d.action = EF_CLAMP;
-		d.wait_ns = c->clamp_ns;
-	}
-	return d;
-}
-
-struct ef_decision ef_without_pwait2(struct ef_decision d, int timeout_ms)
-{
-	if (d.action == EF_CLAMP) {
-		int64_t ms = (d.wait_ns + NS_PER_MS - 1) / NS_PER_MS;
-		d.action = EF_CLAMP_MS;
-		d.timeout_ms = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-		return d;
-	}
-	d.action = EF_PASS;
-	d.timeout_ms = timeout_ms;
-	return d;
-}
-
-void ef_observe_timed(struct ef_thread *t, int result, int64_t start_ns, int64_t end_ns,
-		      int64_t gap_ns)
-{
-	int back_to_back = t->busy_streak > 0 && start_ns - t->last_return_ns <= gap_ns;
-
-	ef_observe(t, 0, result);
-	if (result == 0)
-		t->busy_streak = back_to_back ? t->busy_streak + 1 : 1;
-	t->last_return_ns = end_ns;
-}
-
+/* A program that comes back much later than its quickest re-ask after an empty
+ * wake-up used it: gevent asks again within 1-2 us when no timer was due, and
+ * runs a Python callback of 10-100 us when one was; asyncio's own empty turn
+ * takes 4-7 us. The threshold is USED_FACTOR times the site's quickest re-ask
+ * plus USED_SLOP. A short gap says nothing: C callbacks are as quick as an
+ * empty turn of the loop, and a program that uses every wake-up shows no quick
+ * re-ask at all (its gaps all look alike: a stream that never ends). */
+#define USED_FACTOR 3
+#define USED_SLOP (2 * NS_PER_US)
+/* A run still going this long after its first request's timeout is no
+ * deadline being chased: it is a stream of 1 ms requests that never ends. */
+#define ENDLESS_AFTER NS_PER_MS
+/* Every so many runs, the first wait ends a little earlier than predicted, so
+ * a deadline that moved earlier is found (the others only move it later). */
+#define PROBE_EVERY 8
+/* EPOLLFIX_ADAPT=safe: runs ended without a deadline seen between two
+ * wake-ups before the site is left alone. */
+#define UNPROVEN_LIMIT 8
 #define BACKOFF_FIRST 4096     /* 1 ms waits: about 4 s of a loop that waits 1 ms */
 #define BACKOFF_MAX (1u << 20) /* re-checked at least every ~17 minutes */
 #define QUIET_FIRST 64         /* run ends left unsampled after a sub-ms verdict */
 #define QUIET_MAX 4096
+#define ADAPT_SAFE 2
+#define OVERSHOOT_MAX (100 * NS_PER_US)
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* ---- The millisecond grid (per thread) ------------------------------------- */
 
 /* A verdict once EF_LEARN_SAMPLES run ends are in, from the most that fall
  * within two adjacent bins (a quarter of a millisecond). Genuine at 6 of 7:
@@ -58,7 +48,7 @@ void ef_observe_timed(struct ef_thread *t, int result, int64_t start_ns, int64_t
  * with p of about 1%; a wrong verdict costs one back-off. Sub-ms at 4 or
  * fewer; 5 is too close to call, and sampling goes on, so one run end delayed
  * by a busy machine cannot misjudge a genuine loop for long. */
-static enum ef_learned verdict(struct ef_learn *l)
+static enum ef_learned grid_verdict(struct ef_learn *l)
 {
 	unsigned best = 0;
 
@@ -85,38 +75,309 @@ static enum ef_learned verdict(struct ef_learn *l)
 	return EF_LEARNED_SUBMS;
 }
 
-/* A run ended; its last empty wait returned at end_ns. */
-static enum ef_learned sample(struct ef_learn *l, int64_t end_ns)
+/* A run ended in an event; its last empty wait returned at end_ns. tokio's
+ * first wait after its timer fires returns at once with its own wake-up, on
+ * its millisecond tick; an I/O event at a random moment only adds a uniform
+ * sample: the safe side. */
+static enum ef_learned grid_sample(struct ef_learn *l, int64_t end_ns)
 {
-	l->in_run = 0;
 	if (l->quiet_left) {
 		l->quiet_left--;
 		return EF_LEARNED_NOTHING;
 	}
 	l->bins[end_ns % NS_PER_MS * EF_LEARN_BINS / NS_PER_MS]++;
-	return ++l->samples == EF_LEARN_SAMPLES ? verdict(l) : EF_LEARNED_NOTHING;
+	return ++l->samples == EF_LEARN_SAMPLES ? grid_verdict(l) : EF_LEARNED_NOTHING;
 }
 
-enum ef_learned ef_learn_before(struct ef_learn *l, int timeout_ms)
+/* ---- Call sites ------------------------------------------------------------ */
+
+static struct ef_site *site_find(struct ef_thread *t, const void *ra)
 {
-	if (!l->in_run || timeout_ms == 1)
-		return EF_LEARNED_NOTHING;
-	return sample(l, l->run_return_ns);
+	for (unsigned i = 0; i < EF_SITES; i++)
+		if (t->sites[i].ra == ra)
+			return &t->sites[i];
+	return NULL;
 }
 
-enum ef_learned ef_learn_after(struct ef_learn *l, enum ef_action done, int timeout_ms,
-			       int result, int64_t end_ns)
+const struct ef_site *ef_site_of(const struct ef_thread *t, const void *ra)
 {
-	if (done == EF_UPGRADE && timeout_ms == 1 && result == 0) {
-		l->in_run = 1;
-		l->run_return_ns = end_ns;
-	} else if (done == EF_UPGRADE && l->in_run) {
-		/* A 1 ms wait that found an event also ends the run: tokio's first wait
-		 * after its timer fires returns at once with its own wake-up. An I/O
-		 * event at a random moment only adds a uniform sample: the safe side. */
-		return sample(l, l->run_return_ns);
-	} else if (done == EF_GENUINE && l->backoff_left && --l->backoff_left == 0) {
-		return EF_LEARNED_RETRY;
+	return site_find((struct ef_thread *)t, ra);
+}
+
+/* The thread's slot for ra; a new site takes a free slot, or the oldest. */
+static struct ef_site *site_claim(struct ef_thread *t, const void *ra)
+{
+	struct ef_site *s = site_find(t, ra);
+
+	if (s)
+		return s;
+	s = site_find(t, NULL);
+	if (!s) {
+		s = &t->sites[t->victim];
+		t->victim = (uint8_t)((t->victim + 1) % EF_SITES);
+		if (t->run.open && &t->sites[t->run.site] == s)
+			t->run.open = 0;
 	}
+	*s = (struct ef_site){ .ra = ra };
+	return s;
+}
+
+static void backoff_start(uint32_t *left, uint32_t *len)
+{
+	*len = *len ? *len : BACKOFF_FIRST;
+	*left = *len;
+	*len = *len < BACKOFF_MAX ? 2 * *len : BACKOFF_MAX;
+}
+
+/* The earliest of the site's recent deadlines, as an offset from a run's start. */
+static int64_t site_deadline(const struct ef_site *s)
+{
+	int64_t d = INT64_MAX;
+	for (unsigned i = 0; i < s->ring_n; i++)
+		d = min64(d, s->ring[i]);
+	return d;
+}
+
+/* Whether a re-ask gap_ns after an empty wake-up says the program used it;
+ * learns the site's quickest re-ask on the way. */
+static int gap_used(struct ef_site *s, int64_t gap_ns)
+{
+	gap_ns = max64(gap_ns, 0);
+	if (!s->quick_gap_ns || gap_ns < s->quick_gap_ns)
+		s->quick_gap_ns = max64(gap_ns, 1);
+	else /* drifts up, so one lucky fast turn does not set it for good */
+		s->quick_gap_ns += (min64(gap_ns, 64 * NS_PER_US) - s->quick_gap_ns) / 64;
+	return gap_ns > USED_FACTOR * s->quick_gap_ns + USED_SLOP;
+}
+
+/* The open run ended without finding events: its deadline had passed by the
+ * last wake-up (the program asked for something else, or used the wake-up). */
+static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t)
+{
+	struct ef_run *r = &t->run;
+	struct ef_site *s = &t->sites[r->site];
+	int64_t passed = r->last_end_ns - r->start_ns;
+
+	r->open = 0;
+	if (s->shape == EF_SHAPE_NEW)
+		s->shape = EF_SHAPE_ENDS;
+	/* With one wake-up the deadline is known only to lie before it: news when
+	 * that wake-up came earlier than predicted. */
+	if ((r->wakes >= 2 || r->probing) &&
+	    passed <= (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER) {
+		s->ring[s->ring_i] = passed;
+		s->ring_i = (uint8_t)((s->ring_i + 1) % EF_RING);
+		s->ring_n = s->ring_n < EF_RING ? s->ring_n + 1 : EF_RING;
+	}
+	if (r->probing && r->wakes == 1) {
+		/* Early, and still late enough: try earlier again next run. */
+		s->probe_step = min64(2 * s->probe_step, (int64_t)r->first_ms * NS_PER_MS);
+		s->probe_in = 0;
+	} else if (r->probing || r->wakes >= 2) {
+		s->probe_step = c->subms_ns;
+		s->probe_in = PROBE_EVERY;
+	} else if (s->probe_in) {
+		s->probe_in--;
+	}
+	/* An empty wake-up the program did not take, then the end, both inside
+	 * the request: a deadline finer than the millisecond, seen. */
+	if (r->wakes >= 2 && passed <= (int64_t)r->first_ms * NS_PER_MS + USED_SLOP)
+		s->proven = 1;
+	if (!s->proven && c->adapt == ADAPT_SAFE && ++s->unproven_runs >= UNPROVEN_LIMIT) {
+		s->unproven_runs = 0;
+		backoff_start(&s->backoff_left, &s->backoff_len);
+		return EF_LEARNED_GENUINE;
+	}
+	return EF_LEARNED_NOTHING;
+}
+
+/* The wait for a request of the open run, elapsed_ns after it began. */
+static int64_t run_wait(const struct ef_config *c, struct ef_thread *t, const struct ef_site *s,
+			int64_t elapsed_ns, int timeout_ms)
+{
+	int64_t w = c->subms_ns;
+
+	if (s->ring_n) {
+		/* Aim to return at the predicted deadline: ask that much less the
+		 * usual lateness of a wake-up. */
+		int64_t aim = site_deadline(s) - t->overshoot_ns;
+		if (t->run.wakes == 0 && t->run.probing)
+			aim -= s->probe_step;
+		/* Short of the aim (a probe that came back early): the rest of the
+		 * way. Past it, and the deadline not yet passed: SUBMS steps. */
+		if (aim > elapsed_ns)
+			w = max64(aim - elapsed_ns, NS_PER_US);
+	}
+	if (timeout_ms > 1)
+		w = max64(w, (int64_t)(timeout_ms - 1) * NS_PER_MS + c->subms_ns);
+	return min64(w, (int64_t)timeout_ms * NS_PER_MS);
+}
+
+/* ---- The protocol ---------------------------------------------------------- */
+
+static struct ef_decision upgrade(int64_t wait_ns, int timeout_ms)
+{
+	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING };
+}
+
+/* A rounded-up request with EPOLLFIX_ADAPT on, from an unrecognised caller. */
+static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *t,
+				   const struct ef_request *call, struct ef_decision d)
+{
+	struct ef_run *r = &t->run;
+	int T = call->timeout_ms;
+
+	if (t->learn.backoff_left) {
+		d.action = EF_GENUINE;
+		return d;
+	}
+	struct ef_site *s = site_claim(t, call->site);
+	if (s->backoff_left) {
+		d.action = EF_GENUINE;
+		return d;
+	}
+	if (!r->open) {
+		*r = (struct ef_run){ .open = 1,
+				      .site = (uint8_t)(s - t->sites),
+				      .probing = !s->ring_n || s->probe_in == 0,
+				      .first_ms = T,
+				      .start_ns = call->now_ns };
+		if (s->probe_step == 0)
+			s->probe_step = c->subms_ns;
+	}
+	int64_t elapsed = call->now_ns - r->start_ns;
+	if (elapsed > (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER) {
+		/* Nothing the library sees tells a ticker that means its 1 ms from
+		 * libev or mio chasing 50 us deadlines with C callbacks. auto keeps
+		 * the precision; safe leaves the stream alone for a back-off. */
+		s->shape = EF_SHAPE_ENDLESS;
+		if (c->adapt == ADAPT_SAFE) {
+			r->open = 0;
+			backoff_start(&s->backoff_left, &s->backoff_len);
+			d.action = EF_GENUINE;
+			d.learned = EF_LEARNED_GENUINE;
+			return d;
+		}
+		return upgrade(min64(c->subms_ns + (int64_t)(T - 1) * NS_PER_MS,
+				     (int64_t)T * NS_PER_MS),
+			       T);
+	}
+	return upgrade(run_wait(c, t, s, elapsed, T), T);
+}
+
+struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
+			     const struct ef_request *call)
+{
+	int T = call->timeout_ms;
+	struct ef_decision d = { EF_PASS, 0, T, EF_LEARNED_NOTHING };
+
+	if (c->disable) {
+		t->run.open = 0;
+		return d;
+	}
+	if (t->run.open) {
+		const struct ef_run *r = &t->run;
+		struct ef_site *s = &t->sites[r->site];
+		int same = ef_rounded_up(c, T) && c->adapt && s->ra == call->site;
+		if (!same || gap_used(s, call->now_ns - r->last_end_ns))
+			d.learned = run_ended(c, t);
+	}
+	if (ef_rounded_up(c, T)) {
+		if (c->adapt && call->caller == EF_CALLER_UNKNOWN) {
+			enum ef_learned before = d.learned;
+			d = adaptive(c, t, call, d);
+			if (d.learned == EF_LEARNED_NOTHING)
+				d.learned = before;
+			if (d.action != EF_UPGRADE)
+				t->run.open = 0;
+			return d;
+		}
+		t->run.open = 0; /* no run: the caller alone decides */
+		if (call->caller == EF_CALLER_GENUINE && c->adapt) {
+			d.action = EF_GENUINE;
+			return d;
+		}
+		return upgrade((int64_t)(T - 1) * NS_PER_MS + c->subms_ns, T);
+	}
+	if (T == 0 && c->clamp_ns > 0 && t->busy_streak >= (uint64_t)c->clamp_after &&
+	    call->now_ns - t->last_return_ns <= c->clamp_gap_ns) {
+		d.action = EF_CLAMP;
+		d.wait_ns = c->clamp_ns;
+	}
+	return d;
+}
+
+struct ef_decision ef_without_pwait2(struct ef_decision d, int timeout_ms)
+{
+	if (d.action == EF_CLAMP) {
+		int64_t ms = (d.wait_ns + NS_PER_MS - 1) / NS_PER_MS;
+		d.action = EF_CLAMP_MS;
+		d.timeout_ms = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+		return d;
+	}
+	if (d.action == EF_UPGRADE)
+		d.action = EF_PASS;
+	d.timeout_ms = timeout_ms;
+	return d;
+}
+
+/* ef_observe for a zero-timeout poll while the clamp is on: an empty poll that
+ * began within gap_ns of the previous one's return extends the busy loop; one
+ * after more of the program's own work starts it anew. */
+static void observe_timed(struct ef_thread *t, int result, int64_t start_ns, int64_t end_ns,
+			  int64_t gap_ns)
+{
+	int back_to_back = t->busy_streak > 0 && start_ns - t->last_return_ns <= gap_ns;
+
+	ef_observe(t, 0, result);
+	if (result == 0)
+		t->busy_streak = back_to_back ? t->busy_streak + 1 : 1;
+	t->last_return_ns = end_ns;
+}
+
+static enum ef_learned left_alone(struct ef_thread *t, const void *ra)
+{
+	struct ef_site *s;
+
+	if (t->learn.backoff_left)
+		return --t->learn.backoff_left ? EF_LEARNED_NOTHING : EF_LEARNED_RETRY;
+	if ((s = site_find(t, ra)) && s->backoff_left)
+		return --s->backoff_left ? EF_LEARNED_NOTHING : EF_LEARNED_RETRY;
+	return EF_LEARNED_NOTHING;
+}
+
+enum ef_learned ef_after(const struct ef_config *c, struct ef_thread *t, const struct ef_request *call,
+			 struct ef_decision done, int result, int64_t end_ns)
+{
+	struct ef_run *r = &t->run;
+	int T = call->timeout_ms;
+
+	if (T == 0 && c->clamp_ns > 0)
+		observe_timed(t, result, call->now_ns, end_ns, c->clamp_gap_ns);
+	else
+		ef_observe(t, T, result);
+
+	if (done.action == EF_GENUINE)
+		return left_alone(t, call->site);
+	if (!r->open)
+		return EF_LEARNED_NOTHING;
+	if (done.action != EF_UPGRADE) { /* fell back: nothing to learn from */
+		r->open = 0;
+		return EF_LEARNED_NOTHING;
+	}
+	/* How much later than asked wake-ups return here, averaged over 8. A
+	 * wake-up delayed by a busy machine counts as at most OVERSHOOT_MAX, so
+	 * one stall does not pull the next runs' first waits far forward. */
+	int64_t late = min64(max64(end_ns - (call->now_ns + done.wait_ns), 0), OVERSHOOT_MAX);
+	t->overshoot_ns += (late - t->overshoot_ns) / 8;
+	if (result == 0) {
+		r->wakes = r->wakes < UINT16_MAX ? r->wakes + 1 : UINT16_MAX;
+		r->last_end_ns = end_ns;
+		return EF_LEARNED_NOTHING;
+	}
+	/* Events (or an error such as EINTR): where the deadline lay is unknown. */
+	r->open = 0;
+	if (result > 0 && r->wakes > 0)
+		return grid_sample(&t->learn, r->last_end_ns);
 	return EF_LEARNED_NOTHING;
 }

@@ -3,14 +3,17 @@
  * clock. Checks every decision against the documented rules:
  *  - disabled, or not a rounded-up timeout and not a busy zero poll: PASS with
  *    the original timeout;
- *  - UPGRADE only for 1 <= T <= MAX_MS with SUBMS on, waiting exactly
- *    (T-1) ms + SUBMS: more than T-1 ms, never more than T ms, no overflow;
+ *  - UPGRADE only for 1 <= T <= MAX_MS with SUBMS on, waiting at least 1 us,
+ *    more than T-1 ms, never more than T ms; exactly (T-1) ms + SUBMS when
+ *    nothing is predicted (EPOLLFIX_ADAPT=off, or a caller listed as sub-ms);
+ *  - GENUINE only for such timeouts with EPOLLFIX_ADAPT on;
  *  - CLAMP only for T == 0 with the clamp on, after CLAMP_AFTER empty polls;
  *  - without epoll_pwait2: upgrades pass with T, clamps wait whole ms >= the clamp;
  *  - ef_observe's streaks count exactly the empty zero-timeout polls in a row.
  *
  * Input: for each variable 9 bytes (word or number), then 9 bytes per call:
- * timeout (4), result (1), clock advance (4). */
+ * timeout (4), result and caller and site (1), clock advance (4; its top bit:
+ * epoll_pwait2 refused). The whole protocol runs: before, fallback, after. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,40 +56,31 @@ static void pick(struct ef_config *c, const struct ef_var *v, const uint8_t *p)
 	CHECK(ef_config_get(c, v) == x);
 }
 
-/* The policy learns (EPOLLFIX_ADAPT) where its header says so: decisions then
- * take whether the caller is a runtime whose 1 ms is genuine. */
-#ifdef EF_LEARN_BINS
-#define DECIDE(c, t, T, now, genuine) ef_decide(c, t, T, now, genuine)
-#else
-#define DECIDE(c, t, T, now, genuine) ((void)(genuine), ef_decide(c, t, T, now))
-#endif
-
 static void check_decision(const struct ef_config *c, const struct ef_thread *t, int T,
-			   int genuine, struct ef_decision d)
+			   enum ef_caller caller, struct ef_decision d)
 {
-	(void)genuine;
+	int rounded = !c->disable && T >= 1 && T <= c->max_ms && c->subms_ns > 0;
 	switch (d.action) {
 	case EF_PASS:
 		CHECK(d.timeout_ms == T);
 		/* Passing a rounded-up timeout happens only when upgrades are off. */
-		CHECK(c->disable || !(T >= 1 && T <= c->max_ms && c->subms_ns > 0));
+		CHECK(!rounded);
 		break;
-#ifdef EF_LEARN_BINS
 	case EF_GENUINE: /* left alone: a loop whose 1 ms is real */
 		CHECK(d.timeout_ms == T);
-		CHECK(!c->disable && c->adapt && T >= 1 && T <= c->max_ms && c->subms_ns > 0);
-		CHECK(genuine || t->learn.backoff_left);
+		CHECK(rounded && c->adapt && caller != EF_CALLER_SUBMS);
 		break;
-#endif
 	case EF_UPGRADE:
-		CHECK(!c->disable && T >= 1 && T <= c->max_ms && c->subms_ns > 0);
-		CHECK(d.wait_ns == (int64_t)(T - 1) * NS_PER_MS + c->subms_ns);
-		CHECK(d.wait_ns > (int64_t)(T - 1) * NS_PER_MS);
-		CHECK(d.wait_ns <= (int64_t)T * NS_PER_MS);
-		CHECK(d.wait_ns <= 1000 * NS_PER_MS);
-#ifdef EF_LEARN_BINS
-		CHECK(!(c->adapt && (genuine || t->learn.backoff_left)));
-#endif
+		CHECK(rounded);
+		/* Never longer than asked, never a spin: at least 1 us (or SUBMS), and more
+		 * than the whole milliseconds the program is sure to wait. */
+		CHECK(d.wait_ns >= (c->subms_ns < 1000 ? c->subms_ns : 1000) &&
+		      d.wait_ns <= (int64_t)T * NS_PER_MS);
+		CHECK(T == 1 || d.wait_ns > (int64_t)(T - 1) * NS_PER_MS);
+		if (!c->adapt || caller == EF_CALLER_SUBMS || T > 1)
+			CHECK(d.wait_ns == (int64_t)(T - 1) * NS_PER_MS + c->subms_ns ||
+			      (T > 1 && c->adapt && d.wait_ns > (int64_t)(T - 1) * NS_PER_MS));
+		CHECK(caller != EF_CALLER_GENUINE || !c->adapt);
 		break;
 	case EF_CLAMP:
 		CHECK(!c->disable && T == 0 && c->clamp_ns > 0);
@@ -94,17 +88,21 @@ static void check_decision(const struct ef_config *c, const struct ef_thread *t,
 		CHECK(t->empty_streak >= (uint64_t)c->clamp_after);
 		break;
 	default:
-		CHECK(0); /* ef_decide never answers CLAMP_MS */
+		CHECK(0); /* ef_before never answers CLAMP_MS */
 	}
 	struct ef_decision w = ef_without_pwait2(d, T);
 	if (d.action == EF_CLAMP) {
 		CHECK(w.action == EF_CLAMP_MS);
 		CHECK(w.timeout_ms >= 1 && (int64_t)w.timeout_ms * NS_PER_MS >= d.wait_ns &&
 		      (int64_t)(w.timeout_ms - 1) * NS_PER_MS < d.wait_ns);
+	} else if (d.action == EF_GENUINE) {
+		CHECK(w.action == EF_GENUINE && w.timeout_ms == T);
 	} else {
 		CHECK(w.action == EF_PASS && w.timeout_ms == T);
 	}
 }
+
+static const char sites[4];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -118,6 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data += ef_nvars * 9;
 	size -= ef_nvars * 9;
 
+	/* The whole protocol, as the wait path runs it: before, maybe the
+	 * fallback without epoll_pwait2, after. */
 	struct ef_thread t;
 	memset(&t, 0, sizeof(t));
 	uint64_t streak = 0;
@@ -125,20 +125,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (; size >= 9; data += 9, size -= 9) {
 		int T = (int)(uint32_t)u64(data, 4);
 		int r = data[4] % 4 == 0 ? -1 : data[4] % 3; /* -1, 0, 1, 2 events */
-		int genuine = data[4] >> 7;
-		struct ef_thread before = t;
-		struct ef_decision d = DECIDE(&c, &t, T, now, genuine);
-		CHECK(memcmp(&before, &t, sizeof(t)) == 0);
-		check_decision(&c, &t, T, genuine, d);
+		enum ef_caller caller = (enum ef_caller)((data[4] >> 6) % 3);
+		struct ef_request in = { T, &sites[(data[4] >> 2) & 3], caller, now };
+		struct ef_decision d = ef_before(&c, &t, &in);
+		check_decision(&c, &t, T, caller, d);
+		if (data[5] & 0x80) /* epoll_pwait2 unusable or refused */
+			d = ef_without_pwait2(d, T);
 
 		int64_t end = now + (int64_t)u64(data + 5, 4);
-		if (T == 0 && c.clamp_ns > 0)
-			ef_observe_timed(&t, r, now, end, c.clamp_gap_ns);
-		else
-			ef_observe(&t, T, r);
+		ef_after(&c, &t, &in, d, r, end);
 		streak = T == 0 && r == 0 ? streak + 1 : 0;
 		CHECK(t.empty_streak == streak);
 		CHECK(t.busy_streak <= t.empty_streak);
+		CHECK(t.run.site < EF_SITES);
+		CHECK(!t.run.open || d.action == EF_UPGRADE);
 		now = end + (int64_t)(data[5] & 0x3f);
 	}
 	return 0;

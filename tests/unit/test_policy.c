@@ -6,6 +6,14 @@
 
 static struct ef_config cfg;
 static struct ef_thread th;
+static const char site_a[1], site_b[1];
+
+/* One call through the protocol, at now_ns, from site_a with an unknown caller. */
+static struct ef_decision decide(int timeout_ms, int64_t now_ns, enum ef_caller caller)
+{
+	struct ef_request in = { timeout_ms, site_a, caller, now_ns };
+	return ef_before(&cfg, &th, &in);
+}
 
 static void reset(void)
 {
@@ -17,7 +25,7 @@ TestSuite(policy, .init = reset);
 
 Test(policy, one_ms_is_upgraded_to_subms)
 {
-	struct ef_decision d = ef_decide(&cfg, &th, 1, 0, 0);
+	struct ef_decision d = decide(1, 0, EF_CALLER_UNKNOWN);
 	cr_assert_eq(d.action, EF_UPGRADE);
 	cr_assert_eq(d.wait_ns, 50000);
 }
@@ -26,7 +34,7 @@ Test(policy, negative_zero_and_longer_pass)
 {
 	const int timeouts[] = { -1, -1000, 0, 2, 5, 1000, 0x7fffffff };
 	for (size_t i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++) {
-		struct ef_decision d = ef_decide(&cfg, &th, timeouts[i], 0, 0);
+		struct ef_decision d = decide(timeouts[i], 0, EF_CALLER_UNKNOWN);
 		cr_assert_eq(d.action, EF_PASS, "timeout %d", timeouts[i]);
 		cr_assert_eq(d.timeout_ms, timeouts[i]);
 	}
@@ -35,34 +43,34 @@ Test(policy, negative_zero_and_longer_pass)
 Test(policy, max_ms_widens_the_window)
 {
 	cfg.max_ms = 3;
-	cr_assert_eq(ef_decide(&cfg, &th, 2, 0, 0).wait_ns, 1 * MS + 50000);
-	cr_assert_eq(ef_decide(&cfg, &th, 3, 0, 0).wait_ns, 2 * MS + 50000);
-	cr_assert_eq(ef_decide(&cfg, &th, 4, 0, 0).action, EF_PASS);
+	cr_assert_eq(decide(2, 0, EF_CALLER_UNKNOWN).wait_ns, 1 * MS + 50000);
+	cr_assert_eq(decide(3, 0, EF_CALLER_UNKNOWN).wait_ns, 2 * MS + 50000);
+	cr_assert_eq(decide(4, 0, EF_CALLER_UNKNOWN).action, EF_PASS);
 }
 
 Test(policy, no_overflow_at_the_top)
 {
 	cfg.max_ms = 1000;
 	cfg.subms_ns = MS;
-	struct ef_decision d = ef_decide(&cfg, &th, 1000, 0, 0);
+	struct ef_decision d = decide(1000, 0, EF_CALLER_UNKNOWN);
 	cr_assert_eq(d.wait_ns, 1000 * MS);
 }
 
 Test(policy, off_and_disable_pass)
 {
 	cfg.subms_ns = 0;
-	cr_assert_eq(ef_decide(&cfg, &th, 1, 0, 0).action, EF_PASS);
+	cr_assert_eq(decide(1, 0, EF_CALLER_UNKNOWN).action, EF_PASS);
 	reset();
 	cfg.disable = 1;
 	cfg.clamp_ns = MS;
 	th.busy_streak = 1000;
-	cr_assert_eq(ef_decide(&cfg, &th, 1, 0, 0).action, EF_PASS);
-	cr_assert_eq(ef_decide(&cfg, &th, 0, 0, 0).action, EF_PASS);
+	cr_assert_eq(decide(1, 0, EF_CALLER_UNKNOWN).action, EF_PASS);
+	cr_assert_eq(decide(0, 0, EF_CALLER_UNKNOWN).action, EF_PASS);
 }
 
 Test(policy, without_pwait2_upgrades_pass_with_original_timeout)
 {
-	struct ef_decision d = ef_without_pwait2(ef_decide(&cfg, &th, 1, 0, 0), 1);
+	struct ef_decision d = ef_without_pwait2(decide(1, 0, EF_CALLER_UNKNOWN), 1);
 	cr_assert_eq(d.action, EF_PASS);
 	cr_assert_eq(d.timeout_ms, 1);
 }
@@ -82,13 +90,21 @@ Test(policy, streak_counts_only_empty_zero_polls)
 	cr_assert_eq(th.empty_streak, 0);
 }
 
+/* A zero-timeout poll's after, with the clock read as the clamp needs. */
+static void observe_timed(int result, int64_t start_ns, int64_t end_ns)
+{
+	struct ef_request in = { 0, site_a, EF_CALLER_UNKNOWN, start_ns };
+	struct ef_decision d = { EF_PASS, 0, 0, EF_LEARNED_NOTHING };
+	ef_after(&cfg, &th, &in, d, result, end_ns);
+}
+
 /* n empty zero-timeout polls, each gap_ns after the previous one returned. */
 static int64_t spin(int n, int64_t now, int64_t gap_ns)
 {
 	for (int i = 0; i < n; i++) {
 		now += gap_ns;
-		cr_assert_eq(ef_decide(&cfg, &th, 0, now, 0).action, EF_PASS, "poll %d", i);
-		ef_observe_timed(&th, 0, now, now + 100, cfg.clamp_gap_ns);
+		cr_assert_eq(decide(0, now, EF_CALLER_UNKNOWN).action, EF_PASS, "poll %d", i);
+		observe_timed(0, now, now + 100);
 		now += 100;
 	}
 	return now;
@@ -99,11 +115,11 @@ Test(policy, clamp_only_after_a_back_to_back_streak)
 	cfg.clamp_ns = MS;
 	cfg.clamp_after = 3;
 	int64_t now = spin(3, 1000000, 50);
-	struct ef_decision d = ef_decide(&cfg, &th, 0, now + 50, 0);
+	struct ef_decision d = decide(0, now + 50, EF_CALLER_UNKNOWN);
 	cr_assert_eq(d.action, EF_CLAMP);
 	cr_assert_eq(d.wait_ns, MS);
-	ef_observe_timed(&th, 1, now + 50, now + 500, cfg.clamp_gap_ns);
-	cr_assert_eq(ef_decide(&cfg, &th, 0, now + 550, 0).action, EF_PASS,
+	observe_timed(1, now + 50, now + 500);
+	cr_assert_eq(decide(0, now + 550, EF_CALLER_UNKNOWN).action, EF_PASS,
 		     "an event ends the busy loop");
 }
 
@@ -116,7 +132,7 @@ Test(policy, polls_with_work_between_them_are_no_busy_loop)
 	int64_t now = spin(1000, 0, 3 * cfg.clamp_gap_ns);
 	cr_assert_eq(th.busy_streak, 1);
 	cr_assert_eq(th.empty_streak, 1000, "the report still sees the empty streak");
-	cr_assert_eq(ef_decide(&cfg, &th, 0, now + 3 * cfg.clamp_gap_ns, 0).action, EF_PASS);
+	cr_assert_eq(decide(0, now + 3 * cfg.clamp_gap_ns, EF_CALLER_UNKNOWN).action, EF_PASS);
 }
 
 Test(policy, a_pause_in_a_busy_loop_is_not_delayed)
@@ -124,8 +140,8 @@ Test(policy, a_pause_in_a_busy_loop_is_not_delayed)
 	cfg.clamp_ns = MS;
 	cfg.clamp_after = 3;
 	int64_t now = spin(3, 0, 10);
-	cr_assert_eq(ef_decide(&cfg, &th, 0, now + 10, 0).action, EF_CLAMP);
-	cr_assert_eq(ef_decide(&cfg, &th, 0, now + 10 * MS, 0).action, EF_PASS,
+	cr_assert_eq(decide(0, now + 10, EF_CALLER_UNKNOWN).action, EF_CLAMP);
+	cr_assert_eq(decide(0, now + 10 * MS, EF_CALLER_UNKNOWN).action, EF_PASS,
 		     "after the program's own work the next poll is immediate");
 }
 
@@ -135,142 +151,351 @@ Test(policy, clamp_without_pwait2_rounds_up_to_ms)
 	cfg.clamp_after = 1;
 	th.busy_streak = 5;
 	th.last_return_ns = 1000;
-	struct ef_decision d = ef_without_pwait2(ef_decide(&cfg, &th, 0, 1000, 0), 0);
+	struct ef_decision d = ef_without_pwait2(decide(0, 1000, EF_CALLER_UNKNOWN), 0);
 	cr_assert_eq(d.action, EF_CLAMP_MS);
 	cr_assert_eq(d.timeout_ms, 1);
 	cfg.clamp_ns = 2500000;
-	d = ef_without_pwait2(ef_decide(&cfg, &th, 0, 1000, 0), 0);
+	d = ef_without_pwait2(decide(0, 1000, EF_CALLER_UNKNOWN), 0);
 	cr_assert_eq(d.timeout_ms, 3);
 }
 
 Test(policy, a_recognised_runtime_keeps_its_1ms)
 {
-	struct ef_decision d = ef_decide(&cfg, &th, 1, 0, 1);
+	struct ef_decision d = decide(1, 0, EF_CALLER_GENUINE);
 	cr_assert_eq(d.action, EF_GENUINE);
 	cr_assert_eq(d.timeout_ms, 1);
 	cfg.adapt = 0;
-	cr_assert_eq(ef_decide(&cfg, &th, 1, 0, 1).action, EF_UPGRADE, "EPOLLFIX_ADAPT=off");
+	cr_assert_eq(decide(1, 0, EF_CALLER_GENUINE).action, EF_UPGRADE, "EPOLLFIX_ADAPT=off");
 	cfg.adapt = 1;
-	cr_assert_eq(ef_decide(&cfg, &th, 0, 0, 1).action, EF_PASS, "only upgrades are affected");
-	cr_assert_eq(ef_decide(&cfg, &th, 5, 0, 1).action, EF_PASS);
+	cr_assert_eq(decide(0, 0, EF_CALLER_GENUINE).action, EF_PASS, "only upgrades are affected");
+	cr_assert_eq(decide(5, 0, EF_CALLER_GENUINE).action, EF_PASS);
 	cr_assert(ef_wants_caller(&cfg, 1));
 	cr_assert_not(ef_wants_caller(&cfg, 0));
 	cr_assert_not(ef_wants_caller(&cfg, 2));
+	reset();
+	cr_assert_eq(decide(1, 0, EF_CALLER_SUBMS).wait_ns, 50000, "listed as sub-ms: SUBMS steps");
 }
 
-/* One run of upgraded empty 1 ms waits, the last returning at end_ns, then a
- * request of next_ms ends it. Returns the learner's verdict. */
-static enum ef_learned run(struct ef_learn *l, int waits, int64_t end_ns, int next_ms)
+
+/* ---- The protocol over whole programs ----------------------------------------
+ * A small model of an event loop and of the kernel, in simulated time: every
+ * call goes through ef_before and ef_after as the wait path makes it. A wait of
+ * w returns after w + LATE (this machine's timed wake-ups are 20-40 us late). */
+#define US 1000LL
+#define LATE (30 * US)
+
+struct loop {
+	int64_t now;
+	int64_t turn;      /* the loop's own work between an empty return and the next call */
+	int64_t callback;  /* the work after a wake-up that fired a timer */
+	int asks_zero;     /* asyncio, trio, Tornado: a zero poll once the deadline passed */
+	const void *site;
+	enum ef_caller caller;
+	long calls, waits; /* waits: calls that slept */
+	int64_t late[4096];
+	int fired;
+};
+
+static int call(struct loop *p, int T)
+{
+	struct ef_request in = { T, p->site, p->caller, p->now };
+	struct ef_decision d = ef_before(&cfg, &th, &in);
+	int64_t w = d.action == EF_UPGRADE || d.action == EF_CLAMP ? d.wait_ns
+		    : T > 0					? T * MS + 50 * US /* thread slack */
+								: 0;
+	int64_t end = p->now + w + (w ? LATE : 500);
+	ef_after(&cfg, &th, &in, d, 0, end);
+	p->calls++;
+	p->waits += w > 0;
+	p->now = end;
+	return 0;
+}
+
+/* One timer of length len: the loop chases its deadline with rounded-up requests. */
+static void timer(struct loop *p, int64_t len)
+{
+	int64_t deadline = p->now + len;
+	while (p->now < deadline) {
+		call(p, (int)((deadline - p->now + MS - 1) / MS));
+		p->now += p->now < deadline ? p->turn : 0;
+	}
+	if (p->fired < 4096)
+		p->late[p->fired] = p->now - deadline;
+	p->fired++;
+	p->now += p->callback;
+	if (p->asks_zero) {
+		call(p, 0);
+		p->now += p->turn;
+	}
+}
+
+static int64_t median_late(struct loop *p, int from)
+{
+	int64_t v[4096];
+	int n = 0;
+	for (int i = from; i < p->fired && i < 4096; i++)
+		v[n++] = p->late[i];
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			int64_t x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	return n ? v[n / 2] : -1;
+}
+
+/* Wake-ups per timer over timers [from, fired) after n timers of len. */
+static double wakes_per_timer(struct loop *p, int64_t len, int warm, int n)
+{
+	for (int i = 0; i < warm; i++)
+		timer(p, len);
+	long before = p->waits;
+	for (int i = 0; i < n; i++)
+		timer(p, len);
+	return (double)(p->waits - before) / n;
+}
+
+static struct loop asyncio_like(void)
+{
+	return (struct loop){ .now = 1000 * MS, .turn = 6 * US, .callback = 20 * US,
+			      .asks_zero = 1, .site = site_a };
+}
+
+TestSuite(runs, .init = reset);
+
+Test(runs, a_repeated_timer_costs_about_one_wake_up)
+{
+	const int64_t lens[] = { 200 * US, 500 * US, 700 * US, 990 * US };
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		reset();
+		struct loop p = asyncio_like();
+		double w = wakes_per_timer(&p, lens[i], 20, 400);
+		cr_assert_leq(w, 1.3, "%lld us: %.2f wake-ups per timer", (long long)lens[i] / US, w);
+		cr_assert_leq(median_late(&p, 20), 50 * US, "%lld us: late %lld ns",
+			      (long long)lens[i] / US, (long long)median_late(&p, 20));
+	}
+}
+
+Test(runs, a_first_timer_is_chased_in_subms_steps)
+{
+	struct loop p = asyncio_like();
+	timer(&p, 700 * US);
+	cr_assert_geq(p.waits, 7, "no prediction yet: %ld waits", p.waits);
+	cr_assert_leq(p.late[0], 50 * US + LATE);
+}
+
+Test(runs, fifty_us_timers_keep_their_precision)
+{
+	struct loop p = asyncio_like();
+	double w = wakes_per_timer(&p, 50 * US, 20, 400);
+	cr_assert_leq(w, 1.3, "%.2f", w);
+	cr_assert_leq(median_late(&p, 20), LATE + 10 * US, "late %lld", (long long)median_late(&p, 20));
+}
+
+Test(runs, a_deadline_that_moves_earlier_is_found)
+{
+	struct loop p = asyncio_like();
+	wakes_per_timer(&p, 800 * US, 50, 0);
+	wakes_per_timer(&p, 300 * US, 20, 0); /* 20 timers to find it */
+	int from = p.fired;
+	wakes_per_timer(&p, 300 * US, 0, 100);
+	cr_assert_leq(median_late(&p, from), 50 * US, "late %lld", (long long)median_late(&p, from));
+}
+
+Test(runs, a_deadline_that_moves_later_costs_steps_only_once)
+{
+	struct loop p = asyncio_like();
+	wakes_per_timer(&p, 200 * US, 50, 0);
+	wakes_per_timer(&p, 900 * US, 10, 0);
+	double w = wakes_per_timer(&p, 900 * US, 0, 100);
+	cr_assert_leq(w, 1.3, "%.2f", w);
+}
+
+Test(runs, gevent_used_wake_ups_end_runs)
+{
+	/* libev asks 1 ms again within ~2 us when nothing was due, and runs a
+	 * Python callback (here 40 us) when a timer fired: no zero poll. */
+	struct loop p = { .now = 1000 * MS, .turn = 2 * US, .callback = 40 * US, .site = site_a };
+	double w = wakes_per_timer(&p, 700 * US, 20, 300);
+	cr_assert_leq(w, 1.3, "%.2f", w);
+	cr_assert_leq(median_late(&p, 20), 50 * US);
+}
+
+Test(runs, a_genuine_1ms_sleep_is_not_made_later)
+{
+	/* asyncio.sleep(0.001): the request starts a little after the deadline was set. */
+	struct loop p = asyncio_like();
+	double w = wakes_per_timer(&p, 1 * MS - 25 * US, 20, 400);
+	cr_assert_leq(w, 1.3, "%.2f", w);
+	/* Without the library the 1 ms wait ends 1 ms + slack + LATE after the request. */
+	cr_assert_lt(median_late(&p, 20), 25 * US + 50 * US + LATE);
+}
+
+/* A stream that never ends: a C ticker, or libev/mio with C callbacks. */
+static double endless(int64_t ms, int64_t *first_alone)
+{
+	struct loop p = { .now = 1000 * MS, .turn = 1 * US, .site = site_a };
+	long waits = 0;
+	*first_alone = -1;
+	while (p.now < 1000 * MS + ms * MS) {
+		struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, p.now };
+		struct ef_decision d = ef_before(&cfg, &th, &in);
+		int64_t w = d.action == EF_UPGRADE ? d.wait_ns : MS + 50 * US;
+		if (d.action == EF_GENUINE && *first_alone < 0)
+			*first_alone = p.now - 1000 * MS;
+		ef_after(&cfg, &th, &in, d, 0, p.now + w + LATE);
+		p.now += w + LATE + p.turn;
+		waits++;
+	}
+	return (double)waits / (double)ms;
+}
+
+Test(runs, an_endless_stream_keeps_precision_under_auto)
+{
+	int64_t alone;
+	double per_ms = endless(200, &alone);
+	cr_assert_gt(per_ms, 8, "%.2f waits per ms", per_ms);
+	cr_assert_eq(alone, -1);
+	cr_assert_eq(ef_site_of(&th, site_a)->shape, EF_SHAPE_ENDLESS);
+}
+
+Test(runs, an_endless_stream_is_left_alone_under_safe)
+{
+	int64_t alone;
+	cfg.adapt = 2;
+	double per_ms = endless(1000, &alone);
+	cr_assert_leq(per_ms, 1.25, "%.2f waits per ms", per_ms);
+	cr_assert(alone >= 0 && alone <= 100 * MS, "left alone after %lld ns", (long long)alone);
+}
+
+Test(runs, a_loop_that_uses_every_wake_up)
+{
+	/* select.epoll().poll(0.001) in a Python loop with some work after every
+	 * return: its gaps all look alike, so no wake-up shows as unused. */
+	struct loop p = { .now = 1000 * MS, .turn = 15 * US, .site = site_a };
+	for (int i = 0; i < 400; i++) {
+		call(&p, 1);
+		p.now += p.turn;
+	}
+	cr_assert_gt(p.now - 1000 * MS, 0);
+	double auto_rate = (double)p.waits / (double)((p.now - 1000 * MS) / MS);
+	cr_assert_gt(auto_rate, 5, "auto keeps the precision: %.2f waits per ms", auto_rate);
+	reset();
+	cfg.adapt = 2;
+	p = (struct loop){ .now = 1000 * MS, .turn = 15 * US, .site = site_a };
+	for (int i = 0; i < 50; i++) {
+		call(&p, 1);
+		p.now += p.turn;
+	}
+	int64_t t0 = p.now;
+	long w0 = p.waits;
+	for (int i = 0; i < 400; i++) {
+		call(&p, 1);
+		p.now += p.turn;
+	}
+	double safe_rate = (double)(p.waits - w0) / (double)((p.now - t0) / MS);
+	cr_assert_leq(safe_rate, 1.25, "safe leaves it alone: %.2f waits per ms", safe_rate);
+}
+
+Test(runs, sites_are_judged_apart)
+{
+	struct loop a = asyncio_like();
+	wakes_per_timer(&a, 700 * US, 20, 0);
+	int64_t alone;
+	cfg.adapt = 2;
+	(void)endless(50, &alone); /* site_a: the same thread now ticks */
+	struct loop b = asyncio_like();
+	b.site = site_b;
+	b.now = 5000 * MS;
+	timer(&b, 700 * US);
+	cr_assert_geq(b.waits, 7, "a new site starts from SUBMS steps");
+	cr_assert_neq(ef_site_of(&th, site_b), NULL);
+}
+
+Test(runs, a_recognised_runtime_is_left_alone_from_its_first_wait)
+{
+	struct loop p = asyncio_like();
+	p.caller = EF_CALLER_GENUINE;
+	double w = wakes_per_timer(&p, 700 * US, 0, 100);
+	cr_assert_eq(w, 1.0);
+}
+
+/* ---- The millisecond grid: runs that end in an event -------------------------- */
+
+/* A run of n empty upgraded waits from site_a, the last returning at end_ns,
+ * then a wait that finds an event. Returns what the policy learned. */
+static enum ef_learned run_to_event(int n, int64_t end_ns)
 {
 	enum ef_learned v = EF_LEARNED_NOTHING;
-	for (int i = 0; i < waits; i++) {
-		cr_assert_eq(ef_learn_before(l, 1), EF_LEARNED_NOTHING);
-		ef_learn_after(l, EF_UPGRADE, 1, 0, end_ns - (waits - 1 - i) * 70000);
+	int64_t now = end_ns - n * 70000;
+	for (int i = 0; i <= n; i++) {
+		struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, now };
+		struct ef_decision d = ef_before(&cfg, &th, &in);
+		if (d.action == EF_GENUINE)
+			return EF_LEARNED_GENUINE;
+		now += 69000;
+		v = ef_after(&cfg, &th, &in, d, i == n, i == n ? now : end_ns - (n - 1 - i) * 70000);
+		now += 1000;
 	}
-	v = ef_learn_before(l, next_ms);
 	return v;
 }
 
-TestSuite(learn, .init = reset);
+TestSuite(grid, .init = reset);
 
-Test(learn, runs_ending_on_a_millisecond_grid_are_genuine)
+Test(grid, runs_ending_on_a_millisecond_grid_are_genuine)
 {
-	struct ef_learn l = { 0 };
-	/* libuv: each run ends 8..92 us after a CLOCK_MONOTONIC millisecond; one
-	 * end was delayed by a busy machine. */
+	/* tokio: its first wait after the timer fires returns at once with its
+	 * own wake-up, on its millisecond tick; one end delayed by a busy machine. */
 	const int64_t ends[EF_LEARN_SAMPLES] = { 5 * MS + 8000,	  9 * MS + 92000,  12 * MS + 40000,
 						 20 * MS + 60000, 33 * MS + 15000, 41 * MS + 610000,
 						 47 * MS + 30000 };
-	for (int i = 0; i < EF_LEARN_SAMPLES - 1; i++)
-		cr_assert_eq(run(&l, 3 + i, ends[i], 0), EF_LEARNED_NOTHING);
-	cr_assert_eq(run(&l, 14, ends[EF_LEARN_SAMPLES - 1], 0), EF_LEARNED_GENUINE);
-	cr_assert_gt(l.backoff_left, 0);
-	th.learn = l;
-	cr_assert_eq(ef_decide(&cfg, &th, 1, 0, 0).action, EF_GENUINE, "backed off");
+	enum ef_learned v = EF_LEARNED_NOTHING;
+	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
+		v = run_to_event(3, ends[i]);
+	cr_assert_eq(v, EF_LEARNED_GENUINE);
+	cr_assert_gt(th.learn.backoff_left, 0);
+	cr_assert_eq(decide(1, 60 * MS, EF_CALLER_UNKNOWN).action, EF_GENUINE, "backed off");
 }
 
-Test(learn, runs_ending_anywhere_are_sub_ms)
+Test(grid, runs_ending_anywhere_are_sub_ms)
 {
-	struct ef_learn l = { 0 };
-	/* asyncio: sleeps end wherever their deadlines fall. */
 	const int64_t ends[EF_LEARN_SAMPLES] = { 5 * MS + 100000,  9 * MS + 500000,  12 * MS + 830000,
 						 20 * MS + 310000, 33 * MS + 650000, 41 * MS + 950000,
 						 47 * MS + 220000 };
-	for (int i = 0; i < EF_LEARN_SAMPLES - 1; i++)
-		cr_assert_eq(run(&l, 1, ends[i], 0), EF_LEARNED_NOTHING);
-	cr_assert_eq(run(&l, 1, ends[EF_LEARN_SAMPLES - 1], 0), EF_LEARNED_SUBMS);
-	cr_assert_eq(l.backoff_left, 0);
-	cr_assert_gt(l.quiet_left, 0, "no more sampling for a while");
-	th.learn = l;
-	cr_assert_eq(ef_decide(&cfg, &th, 1, 0, 0).action, EF_UPGRADE);
-}
-
-Test(learn, too_close_to_call_samples_again)
-{
-	struct ef_learn l = { 0 };
-	/* Five in one quarter, two elsewhere: no verdict, no quiet spell. */
-	const int64_t ends[EF_LEARN_SAMPLES] = { 1 * MS + 10000,  2 * MS + 20000,  3 * MS + 30000,
-						 4 * MS + 40000,  5 * MS + 50000,  6 * MS + 500000,
-						 7 * MS + 700000 };
-	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
-		cr_assert_eq(run(&l, 2, ends[i], 0), EF_LEARNED_NOTHING);
-	cr_assert_eq(l.samples, 0);
-	cr_assert_eq(l.quiet_left, 0);
-	cr_assert_eq(l.backoff_left, 0);
-}
-
-Test(learn, a_loop_that_keeps_asking_1ms_is_never_judged)
-{
-	/* mio poll(50us), libev at 50 us, Java select(1): every call a 1, no run ends. */
-	struct ef_learn l = { 0 };
-	for (int i = 0; i < 10000; i++) {
-		cr_assert_eq(ef_learn_before(&l, 1), EF_LEARNED_NOTHING);
-		ef_learn_after(&l, EF_UPGRADE, 1, 0, i * 70000);
-	}
-	cr_assert_eq(l.samples, 0);
-	cr_assert_eq(l.backoff_left, 0);
-}
-
-Test(learn, a_wait_that_finds_an_event_ends_the_run)
-{
-	/* tokio: after its timer fires, the next 1 ms wait returns at once with
-	 * its own wake-up. */
-	struct ef_learn l = { 0 };
 	enum ef_learned v = EF_LEARNED_NOTHING;
-	for (int fire = 0; fire < EF_LEARN_SAMPLES; fire++) {
-		for (int i = 0; i < 14; i++) {
-			cr_assert_eq(ef_learn_before(&l, 1), EF_LEARNED_NOTHING);
-			ef_learn_after(&l, EF_UPGRADE, 1, 0, fire * MS + 470000 - (13 - i) * 70000);
-		}
-		cr_assert_eq(ef_learn_before(&l, 1), EF_LEARNED_NOTHING);
-		v = ef_learn_after(&l, EF_UPGRADE, 1, 1, fire * MS + 500000);
-	}
-	cr_assert_eq(v, EF_LEARNED_GENUINE);
+	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
+		v = run_to_event(2, ends[i]);
+	cr_assert_eq(v, EF_LEARNED_SUBMS);
+	cr_assert_eq(th.learn.backoff_left, 0);
+	cr_assert_gt(th.learn.quiet_left, 0, "no more sampling for a while");
 }
 
-Test(learn, events_alone_make_no_samples)
+Test(grid, runs_that_end_by_asking_something_else_are_not_sampled)
 {
-	struct ef_learn l = { 0 };
-	for (int i = 0; i < 20; i++) {
-		cr_assert_eq(ef_learn_after(&l, EF_UPGRADE, 1, 1, i * MS + 10000), EF_LEARNED_NOTHING);
-		cr_assert_eq(ef_learn_before(&l, 0), EF_LEARNED_NOTHING);
-	}
-	cr_assert_eq(l.samples, 0);
+	/* asyncio's runs end with a zero poll: they feed the prediction, never the
+	 * grid, so 10,000 genuine 1 ms timers give no verdict to flip. */
+	struct loop p = asyncio_like();
+	wakes_per_timer(&p, 1 * MS - 25 * US, 0, 2000);
+	cr_assert_eq(th.learn.samples, 0);
+	cr_assert_eq(th.learn.backoff_left, 0);
 }
 
-Test(learn, back_off_ends_and_doubles_when_confirmed)
+Test(grid, back_off_ends_and_doubles_when_confirmed)
 {
-	struct ef_learn l = { 0 };
-	for (int i = 0; i < EF_LEARN_SAMPLES - 1; i++)
-		run(&l, 2, (i + 1) * MS + 50000, 0);
-	cr_assert_eq(run(&l, 2, 9 * MS + 50000, 0), EF_LEARNED_GENUINE);
-	uint32_t first = l.backoff_left;
-	for (uint32_t i = 0; i + 1 < first; i++)
-		cr_assert_eq(ef_learn_after(&l, EF_GENUINE, 1, 0, 0), EF_LEARNED_NOTHING);
-	cr_assert_eq(ef_learn_after(&l, EF_GENUINE, 1, 0, 0), EF_LEARNED_RETRY);
-	cr_assert_eq(l.backoff_left, 0, "upgrades are tried again");
-	for (int i = 0; i < EF_LEARN_SAMPLES - 1; i++)
-		run(&l, 2, (i + 20) * MS + 50000, 2);
-	cr_assert_eq(run(&l, 2, 40 * MS + 50000, 2), EF_LEARNED_GENUINE);
-	cr_assert_eq(l.backoff_left, 2 * first, "confirmed: twice as long");
+	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
+		run_to_event(2, (i + 1) * MS + 50000);
+	uint32_t first = th.learn.backoff_left;
+	cr_assert_gt(first, 0);
+	struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, 100 * MS };
+	for (uint32_t i = 0; i + 1 < first; i++) {
+		struct ef_decision d = ef_before(&cfg, &th, &in);
+		cr_assert_eq(d.action, EF_GENUINE);
+		cr_assert_eq(ef_after(&cfg, &th, &in, d, 0, 101 * MS), EF_LEARNED_NOTHING);
+	}
+	struct ef_decision d = ef_before(&cfg, &th, &in);
+	cr_assert_eq(ef_after(&cfg, &th, &in, d, 0, 101 * MS), EF_LEARNED_RETRY);
+	cr_assert_eq(th.learn.backoff_left, 0, "upgrades are tried again");
+	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
+		run_to_event(2, (i + 200) * MS + 50000);
+	cr_assert_eq(th.learn.backoff_left, 2 * first, "confirmed: twice as long");
 }
