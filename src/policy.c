@@ -151,8 +151,9 @@ static int gap_used(struct ef_site *s, int64_t gap_ns)
 }
 
 /* The open run ended without finding events: its deadline had passed by the
- * last wake-up (the program asked for something else, or used the wake-up). */
-static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t)
+ * last wake-up. asked_else: the program asked for something else (0, or
+ * longer), rather than coming back late from a wake-up it used. */
+static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t, int asked_else)
 {
 	struct ef_run *r = &t->run;
 	struct ef_site *s = &t->sites[r->site];
@@ -179,9 +180,12 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t)
 	} else if (s->probe_in) {
 		s->probe_in--;
 	}
-	/* An empty wake-up the program did not take, then the end, both inside
-	 * the request: a deadline finer than the millisecond, seen. */
-	if (r->wakes >= 2 && passed <= (int64_t)r->first_ms * NS_PER_MS + USED_SLOP)
+	/* The deadline passed inside the request, and the program showed it: it
+	 * asked for something else, or it let an earlier empty wake-up go by.
+	 * A program that uses every wake-up (a ticker doing work on each) shows
+	 * neither, however early it is woken. */
+	if ((asked_else || r->wakes >= 2) &&
+	    passed <= (int64_t)r->first_ms * NS_PER_MS + USED_SLOP)
 		s->proven = 1;
 	if (!s->proven && c->adapt == ADAPT_SAFE && ++s->unproven_runs >= UNPROVEN_LIMIT) {
 		s->unproven_runs = 0;
@@ -280,7 +284,7 @@ struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 		struct ef_site *s = &t->sites[r->site];
 		int same = ef_rounded_up(c, T) && c->adapt && s->ra == call->site;
 		if (!same || gap_used(s, call->now_ns - r->last_end_ns))
-			d.learned = run_ended(c, t);
+			d.learned = run_ended(c, t, !same);
 	}
 	if (ef_rounded_up(c, T)) {
 		if (c->adapt && call->caller == EF_CALLER_UNKNOWN) {

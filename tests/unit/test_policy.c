@@ -397,6 +397,23 @@ Test(runs, a_loop_that_uses_every_wake_up)
 	cr_assert_leq(safe_rate, 1.25, "safe leaves it alone: %.2f waits per ms", safe_rate);
 }
 
+Test(runs, safe_keeps_deadlines_the_program_shows)
+{
+	/* asyncio asks 0 once its deadline passed: proof of a sub-ms deadline
+	 * even when the first wake-up is already past it. */
+	cfg.adapt = 2;
+	const int64_t lens[] = { 50 * US, 700 * US };
+	for (size_t i = 0; i < 2; i++) {
+		reset();
+		cfg.adapt = 2;
+		struct loop p = asyncio_like();
+		wakes_per_timer(&p, lens[i], 20, 200);
+		cr_assert_leq(median_late(&p, 20), 50 * US, "%lld us: late %lld",
+			      (long long)lens[i] / US, (long long)median_late(&p, 20));
+		cr_assert(ef_site_of(&th, site_a)->proven);
+	}
+}
+
 Test(runs, sites_are_judged_apart)
 {
 	struct loop a = asyncio_like();

@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# The adaptive policy spends about one wake-up per timer: it predicts each call
+# site's deadline from the runs before, instead of polling in SUBMS steps.
+# Wake-ups are voluntary context switches (the Python programs print nvcsw);
+# thresholds are far from both the old policy (8-13 per timer) and the ideal
+# (1), so a loaded 2-core VM cannot flip them.
+load helpers
+
+# per_timer N: nvcsw / N from $output, times 100.
+per_timer_x100() {
+	local n
+	n=$(field nvcsw)
+	[ -n "$n" ] || fail "no nvcsw in: $output"
+	echo $((n * 100 / $1))
+}
+
+@test "asyncio: back-to-back 700 us sleeps cost at most 2.5 wake-ups each, still precise" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload "$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 400
+	assert_success
+	w=$(per_timer_x100 400)
+	m=$(field median_us)
+	[ "$w" -le 250 ] || fail "wake-ups per timer x100: $w: $output"
+	[ "$m" -lt 900 ] || fail "median ${m}us is not under 900us: $output"
+}
+
+@test "asyncio: a genuine 1 ms sleep costs at most 2.5 wake-ups and is not made later" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run "$py" "$PROGS_SRC/asyncio_sleep.py" 1e-3 300
+	assert_success
+	without=$(field median_us)
+	run preload "$py" "$PROGS_SRC/asyncio_sleep.py" 1e-3 400
+	assert_success
+	w=$(per_timer_x100 400)
+	m=$(field median_us)
+	[ "$w" -le 250 ] || fail "wake-ups per timer x100: $w: $output"
+	[ "$m" -le $((without + 100)) ] || fail "median ${m}us, ${without}us without: $output"
+}
+
+@test "asyncio: 50 us sleeps keep their precision" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload "$py" "$PROGS_SRC/asyncio_sleep.py" 50e-6 400
+	assert_success
+	assert_upgraded
+	w=$(per_timer_x100 400)
+	[ "$w" -le 200 ] || fail "wake-ups per timer x100: $w: $output"
+}
+
+@test "a C 1 ms ticker: auto keeps SUBMS precision, safe leaves it alone" {
+	# A stream of 1 ms requests that never ends looks the same whether the
+	# loop means its 1 ms or chases 50 us deadlines with C callbacks.
+	run preload "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 300
+	assert_success
+	assert_upgraded
+	run preload env EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 300
+	assert_success
+	assert_rounded
+}
+
+@test "a Python 1 ms ticker (select.epoll().poll(0.001)): safe leaves it alone" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload env EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/epoll_poll.py" 1e-3 300
+	assert_success
+	assert_rounded
+}
+
+@test "safe keeps the precision of runs that end: asyncio's 50 us sleeps" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload env EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/asyncio_sleep.py" 50e-6 400
+	assert_success
+	assert_upgraded
+}
