@@ -163,6 +163,10 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	int err = errno;
 	int64_t end = ef_wants_end_clock(&c, &in, d) ? mono_ns() : 0;
 	learned(ef_after(&c, t, &in, d, r, end));
+	if (d.ended)
+		ef_stats_site_ended(d.ended);
+	if (ef_rounded_up(&c, timeout))
+		ef_stats_site(ra, ef_site_of(t, ra), d, in.caller == EF_CALLER_GENUINE);
 	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (c.log >= EF_LOG_DEBUG)
 		debug_line(call, epfd, timeout, d, r);

@@ -160,6 +160,7 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 	int64_t passed = r->last_end_ns - r->start_ns;
 
 	r->open = 0;
+	s->runs++;
 	if (s->shape == EF_SHAPE_NEW)
 		s->shape = EF_SHAPE_ENDS;
 	/* With one wake-up the deadline is known only to lie before it: news when
@@ -221,7 +222,7 @@ static int64_t run_wait(const struct ef_config *c, struct ef_thread *t, const st
 
 static struct ef_decision upgrade(int64_t wait_ns, int timeout_ms)
 {
-	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING };
+	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING, NULL };
 }
 
 /* A rounded-up request with EPOLLFIX_ADAPT on, from an unrecognised caller. */
@@ -273,7 +274,7 @@ struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 			     const struct ef_request *call)
 {
 	int T = call->timeout_ms;
-	struct ef_decision d = { EF_PASS, 0, T, EF_LEARNED_NOTHING };
+	struct ef_decision d = { EF_PASS, 0, T, EF_LEARNED_NOTHING, NULL };
 
 	if (c->disable) {
 		t->run.open = 0;
@@ -283,15 +284,18 @@ struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 		const struct ef_run *r = &t->run;
 		struct ef_site *s = &t->sites[r->site];
 		int same = ef_rounded_up(c, T) && c->adapt && s->ra == call->site;
-		if (!same || gap_used(s, call->now_ns - r->last_end_ns))
+		if (!same || gap_used(s, call->now_ns - r->last_end_ns)) {
 			d.learned = run_ended(c, t, !same);
+			d.ended = s->ra;
+		}
 	}
 	if (ef_rounded_up(c, T)) {
 		if (c->adapt && call->caller == EF_CALLER_UNKNOWN) {
-			enum ef_learned before = d.learned;
+			struct ef_decision before = d;
 			d = adaptive(c, t, call, d);
+			d.ended = before.ended;
 			if (d.learned == EF_LEARNED_NOTHING)
-				d.learned = before;
+				d.learned = before.learned;
 			if (d.action != EF_UPGRADE)
 				t->run.open = 0;
 			return d;

@@ -48,6 +48,7 @@ struct ef_decision {
 	int64_t wait_ns;
 	int timeout_ms;
 	enum ef_learned learned; /* what ef_before learned on the way */
+	const void *ended;       /* the site whose run this call ended, or NULL */
 };
 
 struct ef_request {
@@ -89,6 +90,7 @@ struct ef_site {
 				    not use: the least gap seen, drifting up slowly */
 	uint32_t backoff_left;   /* waits to leave alone before trying again */
 	uint32_t backoff_len;    /* the next back-off: doubled each time it is confirmed */
+	uint32_t runs;           /* runs ended here */
 };
 
 struct ef_run {

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "stats.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -63,6 +64,12 @@ void ef_stats_learned(struct ef_slot *s, int learned)
 
 void ef_stats_after_fork(void)
 {
+	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
+		atomic_store_explicit(&ef_site_rows[i].upgraded, 0, memory_order_relaxed);
+		atomic_store_explicit(&ef_site_rows[i].runs, 0, memory_order_relaxed);
+		atomic_store_explicit(&ef_site_rows[i].alone, 0, memory_order_relaxed);
+		atomic_store_explicit(&ef_site_rows[i].wait_ns, 0, memory_order_relaxed);
+	}
 	for (unsigned i = 0; i < EF_SLOTS; i++)
 		for (unsigned k = 0; k < EF_K_COUNT; k++)
 			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
@@ -128,6 +135,108 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		       " EPOLLFIX_CLAMP=1ms would let it sleep\n");
 }
 
+/* ---- Call sites --------------------------------------------------------------- */
+
+struct ef_site_row ef_site_rows[EF_SITE_ROWS];
+
+static struct ef_site_row *site_row(const void *ra)
+{
+	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
+		struct ef_site_row *row = &ef_site_rows[i];
+		const void *seen = atomic_load_explicit(&row->ra, memory_order_acquire);
+		if (seen == ra)
+			return row;
+		if (!seen && atomic_compare_exchange_strong(&row->ra, &seen, ra))
+			return row;
+		if (seen == ra) /* another thread claimed it for ra meanwhile */
+			return row;
+	}
+	return NULL; /* more sites than rows: the report lists the first ones */
+}
+
+void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
+		   int recognised)
+{
+	struct ef_site_row *row = site_row(ra);
+	unsigned flags = recognised ? EF_SF_RECOGNISED : 0;
+
+	if (!row)
+		return;
+	if (site) {
+		flags |= site->shape == EF_SHAPE_ENDS ? EF_SF_ENDS : 0;
+		flags |= site->shape == EF_SHAPE_ENDLESS ? EF_SF_ENDLESS : 0;
+		flags |= site->proven ? EF_SF_PROVEN : 0;
+		flags |= site->backoff_left ? EF_SF_BACKED_OFF : 0;
+	}
+	if (flags & ~atomic_load_explicit(&row->flags, memory_order_relaxed))
+		atomic_fetch_or_explicit(&row->flags, flags, memory_order_relaxed);
+	if (done.action == EF_UPGRADE) {
+		atomic_fetch_add_explicit(&row->upgraded, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&row->wait_ns, (uint64_t)done.wait_ns, memory_order_relaxed);
+	} else if (done.action == EF_GENUINE) {
+		atomic_fetch_add_explicit(&row->alone, 1, memory_order_relaxed);
+	}
+}
+
+void ef_stats_site_ended(const void *ra)
+{
+	struct ef_site_row *row = site_row(ra);
+	if (row)
+		atomic_fetch_add_explicit(&row->runs, 1, memory_order_relaxed);
+}
+
+/* n / d with two decimals, as "1.23". */
+static void ratio(struct ef_buf *b, uint64_t n, uint64_t d)
+{
+	uint64_t x100 = d ? (n * 100 + d / 2) / d : 0;
+	ef_int(b, (int64_t)(x100 / 100));
+	ef_str(b, x100 % 100 < 10 ? ".0" : ".");
+	ef_int(b, (int64_t)(x100 % 100));
+}
+
+void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
+			  const char *where, struct ef_buf *out)
+{
+	unsigned f = atomic_load_explicit(&row->flags, memory_order_relaxed);
+	uint64_t up = atomic_load_explicit(&row->upgraded, memory_order_relaxed);
+	uint64_t runs = atomic_load_explicit(&row->runs, memory_order_relaxed);
+	uint64_t alone = atomic_load_explicit(&row->alone, memory_order_relaxed);
+	uint64_t ms = atomic_load_explicit(&row->wait_ns, memory_order_relaxed) / 1000000;
+
+	ef_str(ef_str(line(out, pid, "site"), where), ": ");
+	if (f & EF_SF_RECOGNISED) {
+		ef_str(ef_int(ef_str(out, "a runtime whose 1 ms is genuine; "), (int64_t)alone),
+		       " waits left alone (EPOLLFIX_ADAPT=off would upgrade them)\n");
+		return;
+	}
+	ef_str(out, f & EF_SF_ENDLESS ? "a stream of 1 ms requests that never ends"
+		    : f & EF_SF_ENDS  ? "runs of requests that end"
+				      : "no run ended yet");
+	ef_str(out, f & EF_SF_PROVEN ? " (sub-ms deadlines seen); " : "; ");
+	ef_str(ef_int(out, (int64_t)up), " waits upgraded");
+	if ((f & EF_SF_ENDS) && runs) {
+		ef_str(ef_int(ef_str(out, " for "), (int64_t)runs), " deadlines (");
+		ratio(out, up, runs);
+		ef_str(out, " per deadline)");
+	}
+	if ((f & EF_SF_ENDLESS) && ms) {
+		ef_str(out, ", ");
+		ratio(out, up, ms);
+		ef_str(out, " per ms asked");
+	}
+	if (alone)
+		ef_str(ef_int(ef_str(out, ", "), (int64_t)alone), " left alone");
+	if (f & EF_SF_BACKED_OFF)
+		ef_str(out, "; now left alone as genuine");
+	else if ((f & EF_SF_ENDLESS) && c->adapt == 1)
+		ef_str(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
+			    "alone: right for a loop that means its 1 ms)");
+	else if (f & EF_SF_ENDS)
+		ef_str(out, "; first waits go to the predicted deadline (EPOLLFIX_ADAPT=off polls in "
+			    "SUBMS steps instead)");
+	ef_str(out, "\n");
+}
+
 /* ---- At exit ---------------------------------------------------------------- */
 
 static char stats_path[PATH_MAX]; /* "" = no report, "-" = stderr */
@@ -171,7 +280,7 @@ static void expand_path(char *dst, size_t size, long pid)
 
 __attribute__((destructor)) static void write_report(void)
 {
-	char text[4096], comm[32], pwait2[128], path[PATH_MAX + 32];
+	char text[8192], comm[32], pwait2[128], path[PATH_MAX + 32];
 	struct ef_buf out = EF_BUF(text), pw = EF_BUF(pwait2);
 	struct ef_totals t;
 	struct ef_config c;
@@ -192,6 +301,25 @@ __attribute__((destructor)) static void write_report(void)
 		if (ef_runtimes_seen() & (1u << i))
 			ef_str(ef_str(&rt, rt.len ? ", " : ""), ef_runtime_name((enum ef_runtime)i));
 	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
+	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
+		const void *ra = atomic_load_explicit(&ef_site_rows[i].ra, memory_order_acquire);
+		char where[256];
+		struct ef_buf w = EF_BUF(where);
+		Dl_info info;
+		if (!ra)
+			break;
+		if (dladdr(ra, &info) && info.dli_fname) {
+			const char *slash = strrchr(info.dli_fname, '/');
+			ef_str(&w, slash ? slash + 1 : *info.dli_fname ? info.dli_fname : comm);
+			if (info.dli_sname && info.dli_saddr)
+				ef_int(ef_str(ef_str(ef_str(&w, " ("), info.dli_sname), "+"),
+				       (int64_t)((const char *)ra - (const char *)info.dli_saddr));
+			ef_str(&w, info.dli_sname && info.dli_saddr ? ")" : "");
+		} else {
+			ef_str(&w, "?");
+		}
+		ef_stats_format_site(&ef_site_rows[i], &c, pid, where, &out);
+	}
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */
 	int fd = STDERR_FILENO;

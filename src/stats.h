@@ -92,6 +92,41 @@ static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int time
 	}
 }
 
+/* ---- Call sites (slow path only) ----------------------------------------------
+ * What the policy did where: one row per return address that made a rounded-up
+ * request, shared by all threads (atomic adds: these calls sleep anyway). */
+#define EF_SITE_ROWS 16
+
+enum {
+	EF_SF_ENDS = 1,        /* runs of requests ended: deadlines were predicted */
+	EF_SF_ENDLESS = 2,     /* a stream of 1 ms requests that never ends */
+	EF_SF_PROVEN = 4,      /* a deadline finer than the request was seen */
+	EF_SF_RECOGNISED = 8,  /* the caller's object is a runtime whose 1 ms is genuine */
+	EF_SF_BACKED_OFF = 16, /* left alone after a verdict (grid, or safe) */
+};
+
+struct ef_site_row {
+	_Atomic(const void *) ra;
+	_Atomic unsigned flags;
+	_Atomic uint64_t upgraded; /* waits upgraded */
+	_Atomic uint64_t runs;     /* runs ended: deadlines reached */
+	_Atomic uint64_t alone;    /* 1 ms waits left alone */
+	_Atomic uint64_t wait_ns;  /* time asked of the upgraded waits */
+};
+extern struct ef_site_row ef_site_rows[EF_SITE_ROWS];
+
+/* After a rounded-up request from ra: what was done and what the policy knows
+ * of the site now (NULL: nothing). */
+void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
+		   int recognised);
+
+/* A run of requests from ra ended (ef_decision.ended). */
+void ef_stats_site_ended(const void *ra);
+
+/* One row as the report shows it ("where" names the object and symbol). */
+void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
+			  const char *where, struct ef_buf *out);
+
 /* The report's figures, summed over all slots. */
 struct ef_totals {
 	uint64_t calls[EF_CALL_COUNT];

@@ -75,3 +75,17 @@ per_timer_x100() {
 	assert_success
 	assert_upgraded
 }
+
+@test "the report names each call site, its shape and what was decided" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload env EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 100
+	assert_success
+	assert_output --regexp 'site: select\.cpython[^:]*: runs of requests that end \(sub-ms deadlines seen\); [0-9]+ waits upgraded for [0-9]+ deadlines \([0-9.]+ per deadline\); first waits go to the predicted deadline'
+	run preload env EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
+	assert_success
+	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; 100 waits upgraded, [0-9.]+ per ms asked; kept precise, in SUBMS steps \(EPOLLFIX_ADAPT=safe'
+	run preload env EPOLLFIX_STATS=1 EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
+	assert_success
+	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; [0-9]+ waits upgraded, [0-9]+ left alone; now left alone as genuine'
+}

@@ -94,7 +94,7 @@ Test(policy, streak_counts_only_empty_zero_polls)
 static void observe_timed(int result, int64_t start_ns, int64_t end_ns)
 {
 	struct ef_request in = { 0, site_a, EF_CALLER_UNKNOWN, start_ns };
-	struct ef_decision d = { EF_PASS, 0, 0, EF_LEARNED_NOTHING };
+	struct ef_decision d = { EF_PASS, 0, 0, EF_LEARNED_NOTHING, NULL };
 	ef_after(&cfg, &th, &in, d, result, end_ns);
 }
 
