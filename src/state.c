@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "real.h"
@@ -80,9 +81,13 @@ void ef_warn_line(const struct ef_buf *line)
 	ef_buf_write(line, STDERR_FILENO);
 }
 
-static const char *env(const char *name)
+/* Secure execution (setuid, setgid or file capabilities: the kernel sets
+ * AT_SECURE) means the caller is not the program's owner, so the caller's
+ * environment gives no orders: no variable is read at all, as glibc ignores LD_*
+ * there. This is the one place the library reads its variables. */
+const char *ef_state_env(const char *name)
 {
-	return getenv(name);
+	return getauxval(AT_SECURE) ? NULL : getenv(name);
 }
 
 void ef_read_proc_self(const char *name, char *buf, size_t size)
@@ -108,7 +113,7 @@ int ef_state_selected(void)
  * EPOLLFIX_DISABLE=1, uncounted and unreported. */
 static void select_program(struct ef_config *c)
 {
-	const char *only = getenv("EPOLLFIX_ONLY"), *skip = getenv("EPOLLFIX_SKIP");
+	const char *only = ef_state_env("EPOLLFIX_ONLY"), *skip = ef_state_env("EPOLLFIX_SKIP");
 	char comm[64], argv0[4096], text[1024];
 	struct ef_buf line = EF_BUF(text);
 	static const char prefix[] = "epollfix: ";
@@ -135,7 +140,7 @@ static int load_once(void)
 
 	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
 		struct ef_config c;
-		ef_config_from_env(&c, env, ef_warn_line);
+		ef_config_from_env(&c, ef_state_env, ef_warn_line);
 		select_program(&c);
 		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 			sched_yield();

@@ -57,6 +57,10 @@ int ef_state_selected(void);
  * cmdline's first string (argv[0]) in a NUL. Empty if it cannot be read. */
 void ef_read_proc_self(const char *name, char *buf, size_t size);
 
+/* getenv(name), or NULL in secure execution (AT_SECURE: setuid, setgid, file
+ * capabilities), where no EPOLLFIX_* variable of the caller is read. */
+const char *ef_state_env(const char *name);
+
 /* One warning line to stderr. */
 void ef_warn_line(const struct ef_buf *line);
 

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "real.h"
@@ -278,6 +279,41 @@ static void expand_path(char *dst, size_t size, long pid)
 	}
 }
 
+static void refused(const char *why)
+{
+	char warn[PATH_MAX + 128];
+	struct ef_buf w = EF_BUF(warn);
+	ef_str(ef_str(ef_str(ef_str(ef_str(&w, "epollfix: EPOLLFIX_STATS='"), stats_path), "' "), why),
+	       "; the report goes to stderr\n");
+	ef_warn_line(&w);
+}
+
+/* The report file, or stderr. It can neither hang the exit nor be redirected:
+ * O_NOFOLLOW refuses a final symlink (ELOOP), which another user could have
+ * planted in /tmp; O_NONBLOCK makes a FIFO with no reader fail (ENXIO) instead
+ * of blocking for ever; and anything but a regular file (a FIFO with a reader,
+ * a directory, a device) is refused after fstat. Mode 0644, not 0666: the
+ * umask still applies (077 gives 0600), but no umask, not even the 0 of some
+ * daemons, makes a report that other users could append forged lines to. */
+static int open_report(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		char why[128];
+		struct ef_buf b = EF_BUF(why);
+		ef_str(ef_str(ef_str(&b, "cannot be opened ("), strerror(errno)), ")");
+		refused(why);
+		return STDERR_FILENO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		refused("is not a regular file");
+		return STDERR_FILENO;
+	}
+	return fd;
+}
+
 __attribute__((destructor)) static void write_report(void)
 {
 	char text[8192], comm[32], pwait2[128], path[PATH_MAX + 32];
@@ -325,16 +361,7 @@ __attribute__((destructor)) static void write_report(void)
 	int fd = STDERR_FILENO;
 	if (strcmp(stats_path, "-") != 0) {
 		expand_path(path, sizeof(path), pid);
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			char warn[PATH_MAX + 128];
-			struct ef_buf w = EF_BUF(warn);
-			ef_str(ef_str(ef_str(ef_str(ef_str(&w, "epollfix: EPOLLFIX_STATS='"), stats_path),
-					     "' cannot be opened ("), strerror(errno)),
-			       "); the report goes to stderr\n");
-			ef_warn_line(&w);
-			fd = STDERR_FILENO;
-		}
+		fd = open_report(path);
 	}
 	ef_buf_write(&out, fd);
 	if (fd != STDERR_FILENO)
@@ -344,7 +371,8 @@ __attribute__((destructor)) static void write_report(void)
 
 void ef_stats_init(void)
 {
-	const char *v = getenv("EPOLLFIX_STATS");
+	/* NULL in secure execution: no report, to a file or to stderr. */
+	const char *v = ef_state_env("EPOLLFIX_STATS");
 	if (!v || !*v || strcmp(v, "0") == 0)
 		return;
 	if (strcmp(v, "1") == 0)
