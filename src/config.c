@@ -4,55 +4,56 @@
 
 #include "parse.h"
 
-#define NS_PER_US 1000LL
-#define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
-
-static const struct ef_word off_word[] = { { "off", 0 }, { NULL, 0 } };
-static const struct ef_word keep_word[] = { { "keep", -1 }, { NULL, 0 } };
-static const struct ef_word log_words[] = {
+static const struct ef_word ef_off_word[] = { { "off", 0 }, { NULL, 0 } };
+static const struct ef_word ef_keep_word[] = { { "keep", -1 }, { NULL, 0 } };
+static const struct ef_word ef_log_words[] = {
 	{ "quiet", EF_LOG_QUIET }, { "warn", EF_LOG_WARN }, { "debug", EF_LOG_DEBUG }, { NULL, 0 }
 };
-static const struct ef_word bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
-static const struct ef_word adapt_words[] = { { "off", 0 }, { "auto", 1 }, { "safe", 2 }, { NULL, 0 } };
-
-#define FIELD(m) offsetof(struct ef_config, m)
-
-const struct ef_var ef_vars[] = {
-	{ "disable", "EPOLLFIX_DISABLE", EF_KIND_WORD, FIELD(disable), 0, 1,
-	  /* someone who tried to disable the library wants it off */ 1, bool_words,
-	  "1: every call passes through untouched" },
-	{ "subms", "EPOLLFIX_SUBMS", EF_KIND_DURATION, FIELD(subms_ns), 1, NS_PER_MS,
-	  50 * NS_PER_US, off_word,
-	  "the wait that replaces a 1 ms timeout judged rounded-up; off disables upgrades" },
-	/* At most 4095: state.c packs MAX_MS into 12 bits of its fast word. */
-	{ "max-ms", "EPOLLFIX_MAX_MS", EF_KIND_INT, FIELD(max_ms), 1, 1000, 1, NULL,
-	  "timeouts of 1..N ms count as rounded-up; T ms then waits (T-1) ms + SUBMS" },
-	{ "slack", "EPOLLFIX_SLACK", EF_KIND_DURATION, FIELD(slack_ns), 1, NS_PER_S,
-	  1 * NS_PER_US, keep_word,
-	  "timer slack while an upgraded wait sleeps, restored after; keep leaves it alone" },
-	{ "log", "EPOLLFIX_LOG", EF_KIND_WORD, FIELD(log), 0, 2, EF_LOG_WARN, log_words,
-	  "quiet, warn or debug (one line per decision, for diagnosis only)" },
-	{ "clamp", "EPOLLFIX_CLAMP", EF_KIND_DURATION, FIELD(clamp_ns), 1, NS_PER_S, 0, off_word,
-	  "minimum wait given to a zero-timeout poll in a busy loop; off disables" },
-	{ "clamp-after", "EPOLLFIX_CLAMP_AFTER", EF_KIND_INT, FIELD(clamp_after), 1, 1000000000,
-	  16, NULL, "empty zero-timeout polls in a row, on one thread, that make a busy loop" },
-	{ "clamp-gap", "EPOLLFIX_CLAMP_GAP", EF_KIND_DURATION, FIELD(clamp_gap_ns), 1, NS_PER_S,
-	  1 * NS_PER_US, NULL,
-	  "polls count as one busy loop only if the program came back within this time" },
-	{ "adapt", "EPOLLFIX_ADAPT", EF_KIND_WORD, FIELD(adapt), 0, 2, 1, adapt_words,
-	  "auto: predict each call site's deadlines, leave alone the 1 ms of loops that mean it "
-	  "(libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; "
-	  "safe: also leave alone every stream not shown to be sub-ms (a whole host); "
-	  "off: upgrade every rounded-up wait by SUBMS steps" },
+static const struct ef_word ef_bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
+static const struct ef_word ef_adapt_words[] = {
+	{ "off", 0 }, { "auto", 1 }, { "safe", 2 }, { NULL, 0 }
 };
+
+#define NUM_ROW(member, ENV, name_, kind_, min_, max_, def_, fallback_, words_, arg_, help_)     \
+	{ .name = name_, .env = "EPOLLFIX_" #ENV, .kind = EF_KIND_##kind_,                       \
+	  .offset = offsetof(struct ef_config, member), .size = sizeof(int64_t), .min = min_,    \
+	  .max = max_, .def = def_, .fallback = fallback_, .words = words_, .arg = arg_,         \
+	  .help = help_ },
+#define TEXT_ROW(member, ENV, name_, size_, min_len, def_, fallback_, bare_, arg_, help_)        \
+	{ .name = name_, .env = "EPOLLFIX_" #ENV, .kind = EF_KIND_TEXT,                          \
+	  .offset = offsetof(struct ef_text, member), .size = size_, .min = min_len,             \
+	  .max = size_ - 1, .text_def = def_, .text_fallback = fallback_, .bare = bare_,          \
+	  .arg = arg_, .help = help_ },
+
+const struct ef_var ef_vars[] = { EF_CONFIG_TABLE(NUM_ROW, TEXT_ROW) };
 const size_t ef_nvars = sizeof(ef_vars) / sizeof(ef_vars[0]);
+
+#define TEXT_FITS(member, ENV, name, size, min_len, def, fallback, ...)                          \
+	_Static_assert(sizeof(def) <= (size) && sizeof(fallback) <= (size), #ENV " fits");
+EF_CONFIG_TABLE(EF_SKIP_ROW, TEXT_FITS)
+
+static int64_t *num_at(struct ef_config *c, const struct ef_var *v)
+{
+	return (int64_t *)((char *)c + v->offset);
+}
+
+static char *text_at(struct ef_text *t, const struct ef_var *v)
+{
+	return (char *)t + v->offset;
+}
 
 void ef_config_defaults(struct ef_config *c)
 {
 	for (size_t i = 0; i < ef_nvars; i++)
-		*(int64_t *)((char *)c + ef_vars[i].offset) = ef_vars[i].fallback;
-	c->disable = 0;
+		if (ef_vars[i].kind != EF_KIND_TEXT)
+			*num_at(c, &ef_vars[i]) = ef_vars[i].def;
+}
+
+void ef_text_defaults(struct ef_text *t)
+{
+	for (size_t i = 0; i < ef_nvars; i++)
+		if (ef_vars[i].kind == EF_KIND_TEXT)
+			strcpy(text_at(t, &ef_vars[i]), ef_vars[i].text_def);
 }
 
 const struct ef_var *ef_var_find(const char *name)
@@ -65,7 +66,38 @@ const struct ef_var *ef_var_find(const char *name)
 
 int64_t ef_config_get(const struct ef_config *c, const struct ef_var *v)
 {
-	return *(const int64_t *)((const char *)c + v->offset);
+	return v->kind == EF_KIND_TEXT ? 0 : *(const int64_t *)((const char *)c + v->offset);
+}
+
+const char *ef_text_get(const struct ef_text *t, const struct ef_var *v)
+{
+	return v->kind == EF_KIND_TEXT ? (const char *)t + v->offset : "";
+}
+
+int ef_text_set(struct ef_text *t, const struct ef_var *v, const char *value,
+		struct ef_buf *msg)
+{
+	size_t n = value ? strlen(value) : 0;
+
+	if (v->kind == EF_KIND_TEXT && n >= (size_t)v->min && n <= (size_t)v->max) {
+		memcpy(text_at(t, v), value ? value : "", n + 1);
+		return 0;
+	}
+	if (v->kind == EF_KIND_TEXT && n > (size_t)v->max) {
+		/* Its start: the rest would push the reason out of a warning line. */
+		char start[41];
+		memcpy(start, value, sizeof(start) - 1);
+		start[sizeof(start) - 1] = '\0';
+		ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), start), "...' ");
+		ef_str(ef_int(ef_str(msg, "is longer than "), v->max), " characters");
+		return -1;
+	}
+	ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), value ? value : ""), "' ");
+	if (v->kind != EF_KIND_TEXT)
+		ef_str(msg, "is not text");
+	else
+		ef_str(msg, "is empty");
+	return -1;
 }
 
 static void show_range(const struct ef_var *v, struct ef_buf *out)
@@ -90,6 +122,10 @@ int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value
 	int64_t parsed = 0;
 	enum ef_parse_err err = EF_PARSE_SYNTAX;
 
+	if (v->kind == EF_KIND_TEXT) {
+		ef_str(ef_str(msg, v->env), " is read once at start-up");
+		return -1;
+	}
 	for (const struct ef_word *w = v->words; value && w && w->word; w++)
 		if (strcmp(value, w->word) == 0) {
 			parsed = w->value;
@@ -115,6 +151,14 @@ int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value
 	return -1;
 }
 
+void ef_config_show_default(const struct ef_var *v, struct ef_buf *out)
+{
+	if (v->kind != EF_KIND_TEXT)
+		ef_config_show(v->def, v, out);
+	else
+		ef_str(out, *v->text_def ? v->text_def : "unset");
+}
+
 void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out)
 {
 	for (const struct ef_word *w = v->words; w && w->word; w++)
@@ -128,20 +172,27 @@ void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out)
 		ef_int(out, value);
 }
 
-static void load(struct ef_config *c, const struct ef_var *v, const char *value,
-		 void (*warn)(const struct ef_buf *line), int quiet)
+static void load(struct ef_config *c, struct ef_text *t, const struct ef_var *v,
+		 const char *value, void (*warn)(const struct ef_buf *line), int quiet)
 {
 	char text[512];
 	struct ef_buf line = EF_BUF(text);
 
-	if (!value || !*value)
+	if (!value || !*value || (v->kind == EF_KIND_TEXT && !t))
 		return;
 	ef_str(&line, "epollfix: ");
-	if (ef_config_set(c, v, value, &line) == 0)
-		return;
-	*(int64_t *)((char *)c + v->offset) = v->fallback;
-	ef_str(&line, "; using ");
-	ef_config_show(v->fallback, v, &line);
+	if (v->kind == EF_KIND_TEXT) {
+		if (ef_text_set(t, v, value, &line) == 0)
+			return;
+		strcpy(text_at(t, v), v->text_fallback);
+		ef_str(ef_str(&line, "; using "), *v->text_fallback ? v->text_fallback : "unset");
+	} else {
+		if (ef_config_set(c, v, value, &line) == 0)
+			return;
+		*num_at(c, v) = v->fallback;
+		ef_str(&line, "; using ");
+		ef_config_show(v->fallback, v, &line);
+	}
 	/* Leave room for the newline even when a huge value filled the buffer. */
 	if (line.len + 2 > line.cap)
 		line.len = line.cap - 2;
@@ -150,17 +201,20 @@ static void load(struct ef_config *c, const struct ef_var *v, const char *value,
 		warn(&line);
 }
 
-void ef_config_from_env(struct ef_config *c, const char *(*get)(const char *name),
+void ef_config_from_env(struct ef_config *c, struct ef_text *t,
+			const char *(*get)(const char *name),
 			void (*warn)(const struct ef_buf *line))
 {
 	const struct ef_var *log = ef_var_find("log");
 
 	ef_config_defaults(c);
+	if (t)
+		ef_text_defaults(t);
 	/* The log level first: quiet must silence the warnings about the others. */
-	load(c, log, get(log->env), warn, 0);
+	load(c, t, log, get(log->env), warn, 0);
 	for (size_t i = 0; i < ef_nvars; i++)
 		if (&ef_vars[i] != log)
-			load(c, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
+			load(c, t, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
 }
 
 static const char *base_name(const char *path)

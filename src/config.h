@@ -11,20 +11,81 @@
 
 enum ef_log { EF_LOG_QUIET, EF_LOG_WARN, EF_LOG_DEBUG };
 
+enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
+
+/* Every variable, once. The X-macro generates struct ef_config and struct
+ * ef_text, the table ef_vars (names, defaults, fallbacks, limits, help) and so
+ * the command's options and help. Adding a variable is adding a row.
+ *
+ * NUM(member, ENV, name, kind, min, max, default, fallback, words, arg, help)
+ *   an int64_t in struct ef_config; min and max bound DURATION (ns) and INT;
+ *   fallback replaces a refused value; words are accepted besides numbers
+ *   (WORD: the only values).
+ * TEXT(member, ENV, name, size, min_len, default, fallback, bare, arg, help)
+ *   a char[size] in struct ef_text, read once at start-up and not changeable at
+ *   run time; bare is the value of the option given without '=' (NULL: the
+ *   option needs a value).
+ *
+ * The extra option --off means --disable=1 (EF_ALIAS below). */
+#define EF_CONFIG_TABLE(NUM, TEXT)                                                               \
+	NUM(disable, DISABLE, "disable", WORD, 0, 1, 0,                                          \
+	    1 /* someone who tried to disable the library wants it off */, ef_bool_words, "=0|1", \
+	    "1: every call passes through untouched")                                           \
+	NUM(subms_ns, SUBMS, "subms", DURATION, 1, EF_NS_PER_MS, 50 * EF_NS_PER_US,              \
+	    50 * EF_NS_PER_US, ef_off_word, "=VALUE",                                             \
+	    "the wait that replaces a 1 ms timeout judged rounded-up; off disables upgrades")     \
+	/* At most 4095: state.c packs MAX_MS into 12 bits of its fast word. */                  \
+	NUM(max_ms, MAX_MS, "max-ms", INT, 1, 1000, 1, 1, NULL, "=VALUE",                        \
+	    "timeouts of 1..N ms count as rounded-up; T ms then waits (T-1) ms + SUBMS")          \
+	NUM(slack_ns, SLACK, "slack", DURATION, 1, EF_NS_PER_S, 1 * EF_NS_PER_US,                \
+	    1 * EF_NS_PER_US, ef_keep_word, "=VALUE",                                             \
+	    "timer slack while an upgraded wait sleeps, restored after; keep leaves it alone")    \
+	NUM(log, LOG, "log", WORD, 0, 2, EF_LOG_WARN, EF_LOG_WARN, ef_log_words, "=VALUE",       \
+	    "quiet, warn or debug (one line per decision, for diagnosis only)")                  \
+	NUM(clamp_ns, CLAMP, "clamp", DURATION, 1, EF_NS_PER_S, 0, 0, ef_off_word, "=VALUE",     \
+	    "minimum wait given to a zero-timeout poll in a busy loop; off disables")             \
+	NUM(clamp_after, CLAMP_AFTER, "clamp-after", INT, 1, 1000000000, 16, 16, NULL, "=VALUE", \
+	    "empty zero-timeout polls in a row, on one thread, that make a busy loop")            \
+	NUM(clamp_gap_ns, CLAMP_GAP, "clamp-gap", DURATION, 1, EF_NS_PER_S, 1 * EF_NS_PER_US,    \
+	    1 * EF_NS_PER_US, NULL, "=VALUE",                                                     \
+	    "polls count as one busy loop only if the program came back within this time")       \
+	NUM(adapt, ADAPT, "adapt", WORD, 0, 2, 1, 1, ef_adapt_words, "=VALUE",                   \
+	    "auto: predict each call site's deadlines, leave alone the 1 ms of loops that mean "  \
+	    "it (libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; " \
+	    "safe: also leave alone every stream not shown to be sub-ms (a whole host); "         \
+	    "off: upgrade every rounded-up wait by SUBMS steps")                                 \
+	/* Longer than PATH_MAX could not be opened anyway: report on stderr instead. */         \
+	TEXT(stats, STATS, "stats", EF_PATH_SIZE, 0, "", "1", "1", "[=FILE]",                    \
+	     "report at exit: 1 to stderr, or appended to FILE (%p: the pid)")                    \
+	TEXT(only, ONLY, "only", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
+	     "act only in these programs (/proc/self/comm or argv[0]'s basename)")                \
+	TEXT(skip, SKIP, "skip", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
+	     "act in every program but these; setting both ONLY and SKIP leaves every program alone")
+
+#define EF_ALIAS_NAME "off"
+#define EF_ALIAS_VAR "disable"
+#define EF_ALIAS_VALUE "1"
+
+#define EF_NS_PER_US 1000LL
+#define EF_NS_PER_MS 1000000LL
+#define EF_NS_PER_S 1000000000LL
+#define EF_PATH_SIZE 4096
+#define EF_LIST_SIZE 4096
+
+#define EF_NUM_MEMBER(member, ...) int64_t member;
+#define EF_TEXT_MEMBER(member, ENV, name, size, ...) char member[size];
+#define EF_SKIP_ROW(...)
+
 /* Only int64_t members: state.c publishes it word by word under a seqlock. */
 struct ef_config {
-	int64_t disable;     /* 1: every call passes through untouched */
-	int64_t subms_ns;    /* wait that replaces a rounded-up 1 ms; 0 = off */
-	int64_t max_ms;      /* timeouts 1..max_ms count as rounded-up */
-	int64_t slack_ns;    /* timer slack while an upgraded wait sleeps; -1 = keep */
-	int64_t log;         /* enum ef_log */
-	int64_t clamp_ns;    /* minimum wait of a busy zero-timeout loop; 0 = off */
-	int64_t clamp_after; /* empty zero-timeout polls in a row that make a busy loop */
-	int64_t clamp_gap_ns; /* the most time between two polls of one busy loop */
-	int64_t adapt;        /* 1: leave alone the 1 ms of loops that mean it */
+	EF_CONFIG_TABLE(EF_NUM_MEMBER, EF_SKIP_ROW)
 };
 
-enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD };
+/* The text settings: read once at start-up, kept apart from the published
+ * words, which the wait path copies. */
+struct ef_text {
+	EF_CONFIG_TABLE(EF_SKIP_ROW, EF_TEXT_MEMBER)
+};
 
 struct ef_word {
 	const char *word;
@@ -35,35 +96,52 @@ struct ef_var {
 	const char *name; /* runtime key and command option: "subms" */
 	const char *env;  /* "EPOLLFIX_SUBMS" */
 	enum ef_kind kind;
-	size_t offset;    /* of the int64_t member in struct ef_config */
-	int64_t min, max; /* DURATION (ns) and INT */
+	size_t offset;    /* of the member in struct ef_config, or TEXT: struct ef_text */
+	size_t size;      /* TEXT: the array's size */
+	int64_t min, max; /* DURATION (ns) and INT; TEXT: min is the least length */
+	int64_t def;      /* when unset */
 	int64_t fallback; /* used when the value is refused */
+	const char *text_def, *text_fallback; /* TEXT */
+	const char *bare; /* TEXT: the option without '='; NULL: it needs a value */
 	const struct ef_word *words; /* special words, NULL-terminated; WORD: the only ones */
+	const char *arg;  /* the option's argument in the help: "=VALUE", "[=FILE]" */
 	const char *help;
 };
 
 extern const struct ef_var ef_vars[];
 extern const size_t ef_nvars;
 
+/* Defaults of every variable; t may be NULL. */
 void ef_config_defaults(struct ef_config *c);
+void ef_text_defaults(struct ef_text *t);
 
 /* By runtime name ("subms") or variable ("EPOLLFIX_SUBMS"); NULL if unknown. */
 const struct ef_var *ef_var_find(const char *name);
 
+/* v's value in c; 0 for TEXT variables, which live in struct ef_text. */
 int64_t ef_config_get(const struct ef_config *c, const struct ef_var *v);
+const char *ef_text_get(const struct ef_text *t, const struct ef_var *v);
 
 /* Sets v from text. On refusal c is unchanged, -1 is returned and msg receives
- * "EPOLLFIX_SUBMS='abc' is not a duration (like 50us)". */
+ * "EPOLLFIX_SUBMS='abc' is not a duration (like 50us)". A TEXT variable is
+ * refused: it is set only at start-up, through ef_text_set. */
 int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value,
 		  struct ef_buf *msg);
+/* The same for a TEXT variable: refused when too long or too short. */
+int ef_text_set(struct ef_text *t, const struct ef_var *v, const char *value,
+		struct ef_buf *msg);
 
 /* v's value in c, written as a user would write it ("50us", "off", "keep"). */
 void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out);
+/* v's default, as the help shows it ("50us"; "unset" for an empty TEXT). */
+void ef_config_show_default(const struct ef_var *v, struct ef_buf *out);
 
-/* Reads every variable through get (getenv). Each refused value gives one line,
+/* Reads every variable through get (getenv); t, when not NULL, receives the
+ * TEXT ones. Each refused value gives one line,
  * "epollfix: EPOLLFIX_X='v' <why>; using <fallback>\n", handed to warn unless
  * EPOLLFIX_LOG is quiet. Empty values count as unset. */
-void ef_config_from_env(struct ef_config *c, const char *(*get)(const char *name),
+void ef_config_from_env(struct ef_config *c, struct ef_text *t,
+			const char *(*get)(const char *name),
 			void (*warn)(const struct ef_buf *line));
 
 /* EPOLLFIX_ONLY / EPOLLFIX_SKIP: is this program named in the comma list? A

@@ -25,17 +25,16 @@ static void usage(FILE *out)
 		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
 		     "Options (each sets the variable in brackets; the default in parentheses):\n");
 	for (size_t i = 0; i < ef_nvars; i++) {
-		char def[64];
-		struct ef_buf b = EF_BUF(def);
-		ef_config_show(i == 0 ? 0 : ef_vars[i].fallback, &ef_vars[i], &b);
-		fprintf(out, "  --%s=VALUE%*s[%s] (%s)\n      %s\n", ef_vars[i].name,
-			(int)(14 - strlen(ef_vars[i].name)), "", ef_vars[i].env, def, ef_vars[i].help);
+		const struct ef_var *v = &ef_vars[i];
+		char def[64], opt[64];
+		struct ef_buf b = EF_BUF(def), o = EF_BUF(opt);
+		ef_config_show_default(v, &b);
+		ef_str(ef_str(ef_str(&o, "--"), v->name), v->arg);
+		fprintf(out, "  %-22s [%s] (%s)\n      %s\n", opt, v->env, def, v->help);
 	}
-	fprintf(out, "  --off                    [EPOLLFIX_DISABLE=1] load the library, change nothing\n"
-		     "  --stats[=FILE]           [EPOLLFIX_STATS] report at exit, to stderr or FILE (%%p: pid)\n"
-		     "  --only=NAME[,NAME...]    [EPOLLFIX_ONLY] act only in these programs\n"
-		     "  --skip=NAME[,NAME...]    [EPOLLFIX_SKIP] act in every program but these\n"
-		     "  --check                  say whether epoll_pwait2 works here, and the policy\n"
+	fprintf(out, "  --%-20s [%s=%s] the same as --%s=%s\n", EF_ALIAS_NAME,
+		ef_var_find(EF_ALIAS_VAR)->env, EF_ALIAS_VALUE, EF_ALIAS_VAR, EF_ALIAS_VALUE);
+	fprintf(out, "  --check                say whether epoll_pwait2 works here, and the policy\n"
 		     "  --help, --version\n\n"
 		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms). See epollfix(1).\n");
 }
@@ -91,12 +90,6 @@ static void prepend_preload(const char *lib)
 	setenv("LD_PRELOAD", both, 1);
 }
 
-static const char *env_or(const char *name, const char *fallback)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : fallback;
-}
-
 static void print_warning(const struct ef_buf *line)
 {
 	fputs(line->p, stderr);
@@ -106,13 +99,16 @@ static int check(const char *lib, int have_lib)
 {
 	struct utsname u;
 	struct ef_config c;
+	static struct ef_text t;
 	char text[512];
 	struct ef_buf policy = EF_BUF(text);
 	int why;
 
 	uname(&u);
-	ef_config_from_env(&c, (const char *(*)(const char *))getenv, print_warning);
+	ef_config_from_env(&c, &t, (const char *(*)(const char *))getenv, print_warning);
 	for (size_t i = 0; i < ef_nvars; i++) {
+		if (ef_vars[i].kind == EF_KIND_TEXT)
+			continue;
 		ef_str(ef_str(ef_str(&policy, i ? " " : ""), ef_vars[i].name), "=");
 		ef_config_show(ef_config_get(&c, &ef_vars[i]), &ef_vars[i], &policy);
 	}
@@ -130,33 +126,43 @@ static int check(const char *lib, int have_lib)
 		printf("no: %s (%s)\n", strerror(why),
 		       why == ENOSYS ? "kernel before 5.11, or a filter" : "refused by a seccomp filter");
 	printf("policy:       %s\n", text);
-	printf("stats:        %s\n", env_or("EPOLLFIX_STATS", "off"));
-	if (getenv("EPOLLFIX_ONLY") && *getenv("EPOLLFIX_ONLY"))
-		printf("programs:     only %s\n", getenv("EPOLLFIX_ONLY"));
-	else if (getenv("EPOLLFIX_SKIP") && *getenv("EPOLLFIX_SKIP"))
-		printf("programs:     all but %s\n", getenv("EPOLLFIX_SKIP"));
+	printf("stats:        %s\n", *t.stats ? t.stats : "off");
+	if (*t.only)
+		printf("programs:     only %s\n", t.only);
+	else if (*t.skip)
+		printf("programs:     all but %s\n", t.skip);
 	else
 		printf("programs:     all\n");
 	return works && have_lib ? 0 : 1;
 }
 
-/* --name=value or --name value; returns the value, or NULL when missing. */
-static const char *option_value(const char *arg, size_t name_len, int *i, int argc, char **argv)
+/* The variable an option sets, and its value: --name=VALUE, --name VALUE, a
+ * TEXT variable's --name alone (its bare value), or the alias --off. *value is
+ * NULL when the value is missing; NULL is returned for an unknown option. */
+static const struct ef_var *option(const char *arg, const char **value, int *i, int argc,
+				   char **argv)
 {
-	if (arg[2 + name_len] == '=')
-		return arg + 3 + name_len;
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
+	const char *name = arg + 2, *eq = strchr(name, '=');
+	size_t n = eq ? (size_t)(eq - name) : strlen(name);
 
-static int matches(const char *arg, const char *name)
-{
-	size_t n = strlen(name);
-	return strncmp(arg + 2, name, n) == 0 && (arg[2 + n] == '\0' || arg[2 + n] == '=');
+	if (!eq && strcmp(name, EF_ALIAS_NAME) == 0) {
+		*value = EF_ALIAS_VALUE;
+		return ef_var_find(EF_ALIAS_VAR);
+	}
+	for (size_t k = 0; k < ef_nvars; k++) {
+		const struct ef_var *v = &ef_vars[k];
+		if (strlen(v->name) != n || strncmp(name, v->name, n) != 0)
+			continue;
+		*value = eq ? eq + 1 : v->bare ? v->bare : *i + 1 < argc ? argv[++*i] : NULL;
+		return v;
+	}
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	struct ef_config scratch;
+	static struct ef_text scratch_text;
 	int i, want_check = 0;
 
 	ef_config_defaults(&scratch);
@@ -180,35 +186,15 @@ int main(int argc, char **argv)
 			want_check = 1;
 			continue;
 		}
-		if (strcmp(arg, "--off") == 0) {
-			setenv("EPOLLFIX_DISABLE", "1", 1);
-			continue;
-		}
-		if (matches(arg, "stats")) {
-			setenv("EPOLLFIX_STATS", arg[7] == '=' ? arg + 8 : "1", 1);
-			continue;
-		}
-		if (matches(arg, "only") || matches(arg, "skip")) {
-			const char *env = arg[2] == 'o' ? "EPOLLFIX_ONLY" : "EPOLLFIX_SKIP";
-			value = option_value(arg, 4, &i, argc, argv);
-			if (!value || !*value) {
-				fprintf(stderr, "epollfix: %.6s needs a list of program names\n", arg);
-				return EXIT_USAGE;
-			}
-			setenv(env, value, 1);
-			continue;
-		}
-		for (size_t k = 0; k < ef_nvars && !v; k++)
-			if (matches(arg, ef_vars[k].name))
-				v = &ef_vars[k];
+		v = option(arg, &value, &i, argc, argv);
 		if (!v) {
 			fprintf(stderr, "epollfix: unknown option %s (see epollfix --help)\n", arg);
 			return EXIT_USAGE;
 		}
-		value = option_value(arg, strlen(v->name), &i, argc, argv);
 		char text[512];
 		struct ef_buf msg = EF_BUF(text);
-		if (ef_config_set(&scratch, v, value ? value : "", &msg) != 0) {
+		if ((v->kind == EF_KIND_TEXT ? ef_text_set(&scratch_text, v, value ? value : "", &msg)
+					     : ef_config_set(&scratch, v, value ? value : "", &msg)) != 0) {
 			fprintf(stderr, "epollfix: --%s: %s\n", v->name, text);
 			return EXIT_USAGE;
 		}

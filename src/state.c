@@ -111,14 +111,14 @@ int ef_state_selected(void)
 
 /* EPOLLFIX_ONLY and EPOLLFIX_SKIP: a program left alone behaves as with
  * EPOLLFIX_DISABLE=1, uncounted and unreported. */
-static void select_program(struct ef_config *c)
+static void select_program(struct ef_config *c, const struct ef_text *t)
 {
-	const char *only = ef_state_env("EPOLLFIX_ONLY"), *skip = ef_state_env("EPOLLFIX_SKIP");
+	const char *only = t->only, *skip = t->skip;
 	char comm[64], argv0[4096], text[1024];
 	struct ef_buf line = EF_BUF(text);
 	static const char prefix[] = "epollfix: ";
 
-	if ((!only || !*only) && (!skip || !*skip))
+	if (!*only && !*skip)
 		return;
 	ef_read_proc_self("comm", comm, sizeof(comm));
 	ef_read_proc_self("cmdline", argv0, sizeof(argv0));
@@ -134,14 +134,22 @@ static void select_program(struct ef_config *c)
 		c->disable = 1;
 }
 
+/* The text settings, written once by load_once before it publishes READY. */
+static struct ef_text text;
+
+const struct ef_text *ef_state_text(void)
+{
+	return atomic_load_explicit(&loaded, memory_order_acquire) == READY ? &text : NULL;
+}
+
 static int load_once(void)
 {
 	int expected = UNREAD;
 
 	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
 		struct ef_config c;
-		ef_config_from_env(&c, ef_state_env, ef_warn_line);
-		select_program(&c);
+		ef_config_from_env(&c, &text, ef_state_env, ef_warn_line);
+		select_program(&c, &text);
 		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 			sched_yield();
 		publish(&c);
@@ -212,6 +220,5 @@ __attribute__((constructor)) static void epollfix_init(void)
 	load_once();
 	ef_real_init();
 	ef_recognize_init();
-	ef_stats_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 }

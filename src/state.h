@@ -50,6 +50,9 @@ int ef_state_config(struct ef_config *c);
  * or -1 with the reason in msg and the configuration unchanged. */
 int ef_state_set(const char *word, struct ef_buf *msg);
 
+/* EPOLLFIX_STATS, _ONLY and _SKIP as read at start-up; NULL until then. */
+const struct ef_text *ef_state_text(void);
+
 /* 0 when EPOLLFIX_ONLY or EPOLLFIX_SKIP leave this program alone. */
 int ef_state_selected(void);
 

@@ -124,6 +124,8 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 	ef_str(ef_str(line(out, pid, "epoll_pwait2"), pwait2), "\n");
 	line(out, pid, "policy");
 	for (size_t i = 0; i < ef_nvars; i++) {
+		if (ef_vars[i].kind == EF_KIND_TEXT)
+			continue;
 		ef_str(ef_str(out, i ? " " : ""), ef_vars[i].name);
 		ef_str(out, "=");
 		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
@@ -240,7 +242,6 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 
 /* ---- At exit ---------------------------------------------------------------- */
 
-static char stats_path[PATH_MAX]; /* "" = no report, "-" = stderr */
 
 static void pwait2_text(struct ef_buf *b)
 {
@@ -265,7 +266,7 @@ static void pwait2_text(struct ef_buf *b)
 }
 
 /* "%p" becomes the pid, so each process of a forking program has its own file. */
-static void expand_path(char *dst, size_t size, long pid)
+static void expand_path(const char *stats_path, char *dst, size_t size, long pid)
 {
 	struct ef_buf b = { dst, 0, size };
 	for (const char *p = stats_path; *p; p++) {
@@ -279,7 +280,7 @@ static void expand_path(char *dst, size_t size, long pid)
 	}
 }
 
-static void refused(const char *why)
+static void refused(const char *stats_path, const char *why)
 {
 	char warn[PATH_MAX + 128];
 	struct ef_buf w = EF_BUF(warn);
@@ -295,7 +296,7 @@ static void refused(const char *why)
  * a directory, a device) is refused after fstat. Mode 0644, not 0666: the
  * umask still applies (077 gives 0600), but no umask, not even the 0 of some
  * daemons, makes a report that other users could append forged lines to. */
-static int open_report(const char *path)
+static int open_report(const char *stats_path, const char *path)
 {
 	struct stat st;
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
@@ -303,12 +304,12 @@ static int open_report(const char *path)
 		char why[128];
 		struct ef_buf b = EF_BUF(why);
 		ef_str(ef_str(ef_str(&b, "cannot be opened ("), strerror(errno)), ")");
-		refused(why);
+		refused(stats_path, why);
 		return STDERR_FILENO;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		refused("is not a regular file");
+		refused(stats_path, "is not a regular file");
 		return STDERR_FILENO;
 	}
 	return fd;
@@ -320,9 +321,13 @@ __attribute__((destructor)) static void write_report(void)
 	struct ef_buf out = EF_BUF(text), pw = EF_BUF(pwait2);
 	struct ef_totals t;
 	struct ef_config c;
+	const struct ef_text *set = ef_state_text();
 	int saved = errno;
 
-	if (!stats_path[0] || !ef_state_config(&c) || !ef_state_selected())
+	/* EPOLLFIX_STATS: unset or 0, no report; 1, stderr; else a path. It is
+	 * never set in secure execution, where the environment is not read. */
+	if (!set || !set->stats[0] || strcmp(set->stats, "0") == 0 || !ef_state_config(&c) ||
+	    !ef_state_selected())
 		return;
 	long pid = (long)getpid();
 	ef_stats_sum(&t);
@@ -359,30 +364,12 @@ __attribute__((destructor)) static void write_report(void)
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */
 	int fd = STDERR_FILENO;
-	if (strcmp(stats_path, "-") != 0) {
-		expand_path(path, sizeof(path), pid);
-		fd = open_report(path);
+	if (strcmp(set->stats, "1") != 0) {
+		expand_path(set->stats, path, sizeof(path), pid);
+		fd = open_report(set->stats, path);
 	}
 	ef_buf_write(&out, fd);
 	if (fd != STDERR_FILENO)
 		close(fd);
 	errno = saved;
-}
-
-void ef_stats_init(void)
-{
-	/* NULL in secure execution: no report, to a file or to stderr. */
-	const char *v = ef_state_env("EPOLLFIX_STATS");
-	if (!v || !*v || strcmp(v, "0") == 0)
-		return;
-	if (strcmp(v, "1") == 0)
-		v = "-";
-	if (strlen(v) >= sizeof(stats_path)) {
-		char warn[256];
-		struct ef_buf w = EF_BUF(warn);
-		ef_str(&w, "epollfix: EPOLLFIX_STATS is a path longer than PATH_MAX; the report goes to stderr\n");
-		ef_warn_line(&w);
-		v = "-";
-	}
-	strcpy(stats_path, v);
 }

@@ -147,8 +147,6 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		     const char *comm, const char *pwait2, const char *runtimes,
 		     struct ef_buf *out);
 
-/* Reads EPOLLFIX_STATS (constructor) and arranges the report at exit. */
-void ef_stats_init(void);
 /* In a fork child: counts start again, so each process reports its own calls. */
 void ef_stats_after_fork(void);
 

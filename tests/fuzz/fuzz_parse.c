@@ -222,11 +222,13 @@ static void check_from_env(char *text)
 		p = nl + 1;
 	}
 	warnings = 0;
-	ef_config_from_env(&c, fake_get, fake_warn);
+	ef_config_from_env(&c, NULL, fake_get, fake_warn);
 	ef_config_defaults(&d);
 	size_t refused = 0;
 	for (size_t i = 0; i < ef_nvars; i++) {
 		const struct ef_var *v = &ef_vars[i];
+		if (v->kind == EF_KIND_TEXT) /* not read without a struct ef_text */
+			continue;
 		int64_t x = ef_config_get(&c, v);
 		const char *val = fake_get(v->env);
 		if (!val || !*val) {

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -40,7 +41,7 @@ TestSuite(config, .init = reset);
 Test(config, defaults)
 {
 	struct ef_config c;
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(c.disable, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 	cr_assert_eq(c.max_ms, 1);
@@ -61,7 +62,7 @@ Test(config, good_values)
 	setenv_fake("EPOLLFIX_DISABLE", "1");
 	setenv_fake("EPOLLFIX_CLAMP", "1ms");
 	setenv_fake("EPOLLFIX_LOG", "debug");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(c.subms_ns, 20000);
 	cr_assert_eq(c.max_ms, 3);
 	cr_assert_eq(c.slack_ns, -1);
@@ -75,7 +76,7 @@ Test(config, off_words)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "off");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(c.subms_ns, 0);
 }
 
@@ -83,7 +84,7 @@ Test(config, bad_value_warns_once_and_uses_default)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "abc");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(c.subms_ns, 50000);
 	cr_assert_eq(warning_lines, 1);
 	cr_assert_str_eq(warnings, "epollfix: EPOLLFIX_SUBMS='abc' is not a duration (like 50us); "
@@ -95,7 +96,7 @@ Test(config, range_is_named)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "2ms");
 	setenv_fake("EPOLLFIX_MAX_MS", "0");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(warning_lines, 2);
 	cr_assert(strstr(warnings, "EPOLLFIX_SUBMS='2ms' is out of range (1ns to 1ms); using 50us\n"));
 	cr_assert(strstr(warnings, "EPOLLFIX_MAX_MS='0' is out of range (1 to 1000); using 1\n"));
@@ -106,7 +107,7 @@ Test(config, words_are_listed)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_LOG", "loud");
 	setenv_fake("EPOLLFIX_DISABLE", "yes");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert(strstr(warnings, "EPOLLFIX_LOG='loud' is not one of quiet, warn, debug; using warn\n"));
 	cr_assert(strstr(warnings, "EPOLLFIX_DISABLE='yes' is not one of 0, 1; using 1\n"));
 	cr_assert_eq(c.disable, 1, "a garbled attempt to disable disables");
@@ -117,7 +118,7 @@ Test(config, quiet_silences_warnings)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "abc");
 	setenv_fake("EPOLLFIX_LOG", "quiet");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(warning_lines, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 }
@@ -126,7 +127,7 @@ Test(config, empty_is_unset)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "");
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(warning_lines, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 }
@@ -137,7 +138,7 @@ Test(config, huge_value_gives_one_terminated_line)
 	struct ef_config c;
 	memset(huge, 'x', sizeof(huge) - 1);
 	setenv_fake("EPOLLFIX_SLACK", huge);
-	ef_config_from_env(&c, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv, collect);
 	cr_assert_eq(warning_lines, 1);
 	cr_assert_eq(warnings[strlen(warnings) - 1], '\n');
 	cr_assert_eq(c.slack_ns, 1000);
@@ -168,6 +169,8 @@ Test(config, show_round_trips_through_set)
 	for (size_t i = 0; i < ef_nvars; i++) {
 		char text[64], msg_text[128];
 		struct ef_buf out = EF_BUF(text), msg = EF_BUF(msg_text);
+		if (ef_vars[i].kind == EF_KIND_TEXT)
+			continue;
 		ef_config_show(ef_config_get(&c, &ef_vars[i]), &ef_vars[i], &out);
 		ef_config_defaults(&d);
 		cr_assert_eq(ef_config_set(&d, &ef_vars[i], text, &msg), 0, "%s=%s", ef_vars[i].name, text);
@@ -182,7 +185,15 @@ Test(config, every_fallback_is_accepted)
 		struct ef_config c;
 		char text[64], msg_text[128];
 		struct ef_buf out = EF_BUF(text), msg = EF_BUF(msg_text);
+		static struct ef_text t;
 		ef_config_defaults(&c);
+		if (ef_vars[i].kind == EF_KIND_TEXT) {
+			/* "" is unset, which needs no check. */
+			cr_assert(!*ef_vars[i].text_fallback ||
+				  ef_text_set(&t, &ef_vars[i], ef_vars[i].text_fallback, &msg) == 0,
+				  "%s", ef_vars[i].env);
+			continue;
+		}
 		ef_config_show(ef_vars[i].fallback, &ef_vars[i], &out);
 		cr_assert_eq(ef_config_set(&c, &ef_vars[i], text, &msg), 0, "%s", ef_vars[i].env);
 	}
@@ -218,4 +229,100 @@ Test(programs, only_skip_and_both)
 	cr_assert_not(ef_program_selected("x", "y", "x", "x", &msg), "both: leave the program alone");
 	cr_assert_str_eq(text, "EPOLLFIX_ONLY='x' and EPOLLFIX_SKIP='y' are both set; "
 			       "using neither and leaving this program alone");
+}
+
+/* The documentation lists exactly the table's variables. names receives, for
+ * each line that starts with line_start, every EPOLLFIX_ name on it. */
+static int documented(const char *file, const char *line_start, char names[][64], int max)
+{
+	char path[4096], line[4096];
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/%s", EF_SOURCE_DIR, file);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "cannot read %s", path);
+	while (fgets(line, sizeof(line), f))
+		for (const char *p = line; strncmp(line, line_start, strlen(line_start)) == 0 &&
+					   (p = strstr(p, "EPOLLFIX_"));) {
+			size_t len = strspn(p, "EPOLLFIX_ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+			cr_assert(n < max && len < 64);
+			memcpy(names[n], p, len);
+			names[n++][len] = '\0';
+			p += len;
+		}
+	fclose(f);
+	return n;
+}
+
+static void lists_exactly_the_table(const char *file, const char *line_start)
+{
+	char names[64][64];
+	int n = documented(file, line_start, names, 64);
+	for (size_t i = 0; i < ef_nvars; i++) {
+		int seen = 0;
+		for (int k = 0; k < n; k++)
+			seen += strcmp(names[k], ef_vars[i].env) == 0;
+		cr_expect_eq(seen, 1, "%s names %s %d times, not once", file, ef_vars[i].env, seen);
+	}
+	for (int k = 0; k < n; k++)
+		cr_expect_not_null(ef_var_find(names[k]), "%s names %s, which is not in the table", file,
+				   names[k]);
+}
+
+Test(config, readme_table_lists_the_table)
+{
+	lists_exactly_the_table("README.md", "| `EPOLLFIX_");
+}
+
+Test(config, man_page_options_list_the_table)
+{
+	lists_exactly_the_table("doc/epollfix.1", ".RB [ EPOLLFIX_");
+}
+
+Test(config, readme_rows_name_the_options)
+{
+	char path[4096], line[4096];
+	snprintf(path, sizeof(path), "%s/README.md", EF_SOURCE_DIR);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	int rows = 0;
+	while (fgets(line, sizeof(line), f)) {
+		const struct ef_var *v = NULL;
+		char env[64];
+		if (sscanf(line, "| `%63[A-Z_]`", env) != 1 || !(v = ef_var_find(env)))
+			continue;
+		char option[80];
+		snprintf(option, sizeof(option), "`--%s", v->name);
+		cr_expect(strstr(line, option), "README's row of %s does not name %s`", env, option);
+		rows++;
+	}
+	fclose(f);
+	cr_expect_eq(rows, (int)ef_nvars);
+}
+
+Test(config, defaults_and_fallbacks_are_apart)
+{
+	struct ef_config c;
+	ef_config_defaults(&c);
+	cr_assert_eq(c.disable, 0, "the default: the library acts");
+	cr_assert_eq(ef_var_find("disable")->fallback, 1, "a garbled attempt to disable disables");
+}
+
+Test(config, text_variables)
+{
+	struct ef_config c;
+	static struct ef_text t;
+	static char huge[5000];
+	memset(huge, 'x', sizeof(huge) - 1);
+	setenv_fake("EPOLLFIX_ONLY", "nginx,redis-server");
+	setenv_fake("EPOLLFIX_STATS", huge);
+	ef_config_from_env(&c, &t, fake_getenv, collect);
+	cr_assert_str_eq(t.only, "nginx,redis-server");
+	cr_assert_str_eq(t.skip, "");
+	cr_assert_str_eq(t.stats, "1", "a path too long to open: the report on stderr");
+	cr_assert_eq(warning_lines, 1);
+	cr_assert(strstr(warnings, "' is longer than 4095 characters; using 1\n"), "%s", warnings);
+	char m[128];
+	struct ef_buf msg = EF_BUF(m);
+	cr_assert_eq(ef_config_set(&c, ef_var_find("only"), "x", &msg), -1, "not at run time");
+	cr_assert_str_eq(m, "EPOLLFIX_ONLY is read once at start-up");
 }
