@@ -27,6 +27,7 @@ static const struct ef_word ef_adapt_words[] = {
 
 const struct ef_var ef_vars[] = { EF_CONFIG_TABLE(NUM_ROW, TEXT_ROW) };
 const size_t ef_nvars = sizeof(ef_vars) / sizeof(ef_vars[0]);
+_Static_assert(sizeof(ef_vars) / sizeof(ef_vars[0]) == EF_NVARS, "one row, one index");
 
 #define TEXT_FITS(member, ENV, name, size, min_len, def, fallback, ...)                          \
 	_Static_assert(sizeof(def) <= (size) && sizeof(fallback) <= (size), #ENV " fits");
@@ -74,32 +75,6 @@ const char *ef_text_get(const struct ef_text *t, const struct ef_var *v)
 	return v->kind == EF_KIND_TEXT ? (const char *)t + v->offset : "";
 }
 
-int ef_text_set(struct ef_text *t, const struct ef_var *v, const char *value,
-		struct ef_buf *msg)
-{
-	size_t n = value ? strlen(value) : 0;
-
-	if (v->kind == EF_KIND_TEXT && n >= (size_t)v->min && n <= (size_t)v->max) {
-		memcpy(text_at(t, v), value ? value : "", n + 1);
-		return 0;
-	}
-	if (v->kind == EF_KIND_TEXT && n > (size_t)v->max) {
-		/* Its start: the rest would push the reason out of a warning line. */
-		char start[41];
-		memcpy(start, value, sizeof(start) - 1);
-		start[sizeof(start) - 1] = '\0';
-		ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), start), "...' ");
-		ef_str(ef_int(ef_str(msg, "is longer than "), v->max), " characters");
-		return -1;
-	}
-	ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), value ? value : ""), "' ");
-	if (v->kind != EF_KIND_TEXT)
-		ef_str(msg, "is not text");
-	else
-		ef_str(msg, "is empty");
-	return -1;
-}
-
 static void show_range(const struct ef_var *v, struct ef_buf *out)
 {
 	ef_str(out, " (");
@@ -116,15 +91,24 @@ static void show_words(const struct ef_var *v, struct ef_buf *out)
 		ef_str(ef_str(out, w == v->words ? "" : ", "), w->word);
 }
 
-int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value,
-		  struct ef_buf *msg)
+/* Sets v (a number in c, or TEXT in t) from value. On refusal nothing changes,
+ * -1 is returned and why receives the reason alone: "is not a duration (like
+ * 50us)". */
+static int set_value(struct ef_config *c, struct ef_text *t, const struct ef_var *v,
+		     const char *value, struct ef_buf *why)
 {
 	int64_t parsed = 0;
 	enum ef_parse_err err = EF_PARSE_SYNTAX;
 
 	if (v->kind == EF_KIND_TEXT) {
-		ef_str(ef_str(msg, v->env), " is read once at start-up");
-		return -1;
+		size_t n = value ? strlen(value) : 0;
+		if (n > (size_t)v->max)
+			ef_str(ef_int(ef_str(why, "is longer than "), v->max), " characters");
+		else if (n < (size_t)v->min)
+			ef_str(why, "is empty");
+		else
+			memcpy(text_at(t, v), value ? value : "", n + 1);
+		return n >= (size_t)v->min && n <= (size_t)v->max ? 0 : -1;
 	}
 	for (const struct ef_word *w = v->words; value && w && w->word; w++)
 		if (strcmp(value, w->word) == 0) {
@@ -137,17 +121,67 @@ int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value
 		err = ef_parse_int(value, v->min, v->max, &parsed);
 
 	if (err == EF_PARSE_OK) {
-		*(int64_t *)((char *)c + v->offset) = parsed;
+		*num_at(c, v) = parsed;
 		return 0;
 	}
-	ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), value ? value : ""), "' ");
 	if (v->kind == EF_KIND_WORD) {
-		show_words(v, msg);
+		show_words(v, why);
 		return -1;
 	}
-	ef_str(msg, ef_parse_strerror(err, v->kind == EF_KIND_DURATION));
+	ef_str(why, ef_parse_strerror(err, v->kind == EF_KIND_DURATION));
 	if (err == EF_PARSE_RANGE || err == EF_PARSE_OVERFLOW || err == EF_PARSE_NEGATIVE)
-		show_range(v, msg);
+		show_range(v, why);
+	return -1;
+}
+
+/* "EPOLLFIX_SUBMS='abc' ": a value too long for a line shows its start only. */
+static void name_value(const struct ef_var *v, const char *value, struct ef_buf *msg)
+{
+	char start[160];
+	size_t n = value ? strlen(value) : 0;
+
+	if (n >= sizeof(start)) {
+		memcpy(start, value, sizeof(start) - 4);
+		strcpy(start + sizeof(start) - 4, "...");
+		value = start;
+	}
+	ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), value ? value : ""), "' ");
+}
+
+int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value,
+		  struct ef_buf *msg)
+{
+	if (v->kind == EF_KIND_TEXT) {
+		ef_str(ef_str(msg, v->env), " is read once at start-up");
+		return -1;
+	}
+	size_t mark = msg->len;
+	name_value(v, value, msg);
+	if (set_value(c, NULL, v, value, msg) == 0) {
+		msg->len = mark;
+		if (msg->cap)
+			msg->p[mark] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
+int ef_text_set(struct ef_text *t, const struct ef_var *v, const char *value,
+		struct ef_buf *msg)
+{
+	size_t mark = msg->len;
+
+	if (v->kind != EF_KIND_TEXT) {
+		ef_str(ef_str(msg, v->env), " is not text");
+		return -1;
+	}
+	name_value(v, value, msg);
+	if (set_value(NULL, t, v, value, msg) == 0) {
+		msg->len = mark;
+		if (msg->cap)
+			msg->p[mark] = '\0';
+		return 0;
+	}
 	return -1;
 }
 
@@ -172,49 +206,185 @@ void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out)
 		ef_int(out, value);
 }
 
-static void load(struct ef_config *c, struct ef_text *t, const struct ef_var *v,
-		 const char *value, void (*warn)(const struct ef_buf *line), int quiet)
+/* v's fallback, for a refused value, with "; using X" in line. */
+static void fall_back(struct ef_config *c, struct ef_text *t, const struct ef_var *v,
+		      struct ef_buf *line)
+{
+	ef_str(line, "; using ");
+	if (v->kind == EF_KIND_TEXT) {
+		strcpy(text_at(t, v), v->text_fallback);
+		ef_str(line, *v->text_fallback ? v->text_fallback : "unset");
+	} else {
+		*num_at(c, v) = v->fallback;
+		ef_config_show(v->fallback, v, line);
+	}
+}
+
+static void send(struct ef_buf *line, void (*warn)(const struct ef_buf *line), int quiet)
+{
+	/* Leave room for the newline even when a huge value filled the buffer. */
+	if (line->len + 2 > line->cap)
+		line->len = line->cap - 2;
+	ef_str(line, "\n");
+	if (!quiet && warn)
+		warn(line);
+}
+
+static void note(struct ef_origin *o, const struct ef_var *v, enum ef_from from, unsigned line)
+{
+	if (o) {
+		o->from[v - ef_vars] = (unsigned char)from;
+		o->line[v - ef_vars] = line;
+	}
+}
+
+static void load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+		 const struct ef_var *v, const char *value,
+		 void (*warn)(const struct ef_buf *line), int quiet)
 {
 	char text[512];
 	struct ef_buf line = EF_BUF(text);
 
 	if (!value || !*value || (v->kind == EF_KIND_TEXT && !t))
 		return;
+	note(o, v, EF_FROM_ENV, 0);
 	ef_str(&line, "epollfix: ");
-	if (v->kind == EF_KIND_TEXT) {
-		if (ef_text_set(t, v, value, &line) == 0)
-			return;
-		strcpy(text_at(t, v), v->text_fallback);
-		ef_str(ef_str(&line, "; using "), *v->text_fallback ? v->text_fallback : "unset");
-	} else {
-		if (ef_config_set(c, v, value, &line) == 0)
-			return;
-		*num_at(c, v) = v->fallback;
-		ef_str(&line, "; using ");
-		ef_config_show(v->fallback, v, &line);
-	}
-	/* Leave room for the newline even when a huge value filled the buffer. */
-	if (line.len + 2 > line.cap)
-		line.len = line.cap - 2;
-	ef_str(&line, "\n");
-	if (!quiet && warn)
-		warn(&line);
+	name_value(v, value, &line);
+	if (set_value(c, t, v, value, &line) == 0)
+		return;
+	fall_back(c, t, v, &line);
+	send(&line, warn, quiet);
+}
+
+void ef_config_apply_env(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+			 const char *(*get)(const char *name),
+			 void (*warn)(const struct ef_buf *line))
+{
+	const struct ef_var *log = &ef_vars[EF_VAR_log];
+
+	/* The log level first: quiet must silence the warnings about the others. */
+	load(c, t, o, log, get(log->env), warn, 0);
+	for (size_t i = 0; i < ef_nvars; i++)
+		if (&ef_vars[i] != log)
+			load(c, t, o, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
 }
 
 void ef_config_from_env(struct ef_config *c, struct ef_text *t,
 			const char *(*get)(const char *name),
 			void (*warn)(const struct ef_buf *line))
 {
-	const struct ef_var *log = ef_var_find("log");
-
 	ef_config_defaults(c);
 	if (t)
 		ef_text_defaults(t);
-	/* The log level first: quiet must silence the warnings about the others. */
-	load(c, t, log, get(log->env), warn, 0);
-	for (size_t i = 0; i < ef_nvars; i++)
-		if (&ef_vars[i] != log)
-			load(c, t, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
+	ef_config_apply_env(c, t, NULL, get, warn);
+}
+
+static int is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r';
+}
+
+/* One line of the file, n bytes at p: a comment, blank, or "key = value".
+ * pass 0 takes only the log level, pass 1 the rest, so that "log = quiet"
+ * silences the warnings about every other line. */
+static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+		      const char *file, unsigned number, const char *p, size_t n,
+		      int pass, void (*warn)(const struct ef_buf *line), int quiet)
+{
+	char key[32], value[EF_PATH_SIZE + 1], text[640];
+	struct ef_buf line = EF_BUF(text);
+
+	/* A comment starts at a '#' that opens the line or follows a space. */
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '#' && (i == 0 || is_space(p[i - 1]))) {
+			n = i;
+			break;
+		}
+	while (n && is_space(*p)) {
+		p++;
+		n--;
+	}
+	while (n && is_space(p[n - 1]))
+		n--;
+	if (!n)
+		return;
+	const char *eq = memchr(p, '=', n), *end = p + n;
+	size_t klen = eq ? (size_t)(eq - p) : n;
+	while (klen && is_space(p[klen - 1]))
+		klen--;
+	memcpy(key, p, klen < sizeof(key) ? klen : sizeof(key) - 1);
+	key[klen < sizeof(key) ? klen : sizeof(key) - 1] = '\0';
+	const struct ef_var *v = eq && klen < sizeof(key) ? ef_var_find(key) : NULL;
+	if (v && strcmp(v->name, key) != 0)
+		v = NULL; /* the file takes runtime names, not the variables' */
+	int is_log = v == &ef_vars[EF_VAR_log];
+	if (pass == 0 ? !is_log : is_log)
+		return;
+
+	/* "epollfix: FILE:N: 'the line' ": the start of every warning. */
+	ef_int(ef_str(ef_str(ef_str(&line, "epollfix: "), file), ":"), number);
+	ef_str(&line, ": '");
+	size_t shown = n < 80 ? n : 80;
+	char part[84];
+	memcpy(part, p, shown);
+	strcpy(part + shown, n > shown ? "..." : "");
+	ef_str(ef_str(&line, part), "' ");
+	if (!v || v == &ef_vars[EF_VAR_config]) {
+		ef_str(&line, !eq ? "is not key = value"
+			      : v ? "cannot name another file"
+				  : "is not a setting of epollfix");
+		ef_str(&line, "; ignored");
+		send(&line, warn, quiet);
+		return;
+	}
+	const char *vp = eq + 1;
+	while (vp < end && is_space(*vp))
+		vp++;
+	size_t vlen = (size_t)(end - vp);
+	if (v->kind == EF_KIND_TEXT && vlen == 0) {
+		/* "only =" unsets what an earlier line set. */
+		strcpy(text_at(t, v), v->text_def);
+		note(o, v, EF_FROM_FILE, number);
+		return;
+	}
+	memcpy(value, vp, vlen < sizeof(value) ? vlen : sizeof(value) - 1);
+	value[vlen < sizeof(value) ? vlen : sizeof(value) - 1] = '\0';
+	note(o, v, EF_FROM_FILE, number);
+	if (vlen < sizeof(value) && set_value(c, t, v, value, &line) == 0)
+		return;
+	if (vlen >= sizeof(value))
+		ef_str(&line, "is too long");
+	fall_back(c, t, v, &line);
+	send(&line, warn, quiet);
+}
+
+void ef_config_from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+			 const char *file, const char *text, size_t len,
+			 void (*warn)(const struct ef_buf *line), int quiet)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		unsigned number = 1;
+		for (size_t at = 0; at < len; number++) {
+			const char *nl = memchr(text + at, '\n', len - at);
+			size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+			file_line(c, t, o, file, number, text + at, n, pass, warn,
+				  quiet || c->log == EF_LOG_QUIET);
+			at += n + 1;
+		}
+	}
+}
+
+void ef_config_show_origin(const struct ef_origin *o, const struct ef_var *v, const char *file,
+			   struct ef_buf *out)
+{
+	size_t i = (size_t)(v - ef_vars);
+
+	if (o->from[i] == EF_FROM_FILE)
+		ef_int(ef_str(ef_str(out, file), ":"), o->line[i]);
+	else if (o->from[i] == EF_FROM_ENV)
+		ef_str(ef_str(ef_str(out, "environment ("), v->env), ")");
+	else
+		ef_str(out, "default");
 }
 
 static const char *base_name(const char *path)

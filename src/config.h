@@ -1,6 +1,6 @@
 /* The policy's configuration: one table of variables drives the environment, the
- * runtime API's key=value words and the epollfix command's options, so every
- * entry point accepts and refuses exactly the same values. */
+ * system file, the runtime API's key=value words and the epollfix command's
+ * options, so every entry point accepts and refuses exactly the same values. */
 #ifndef EPOLLFIX_CONFIG_H
 #define EPOLLFIX_CONFIG_H
 
@@ -26,7 +26,7 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
  *   run time; bare is the value of the option given without '=' (NULL: the
  *   option needs a value).
  *
- * The extra option --off means --disable=1 (EF_ALIAS below). */
+ * The extra option --off means --disable=1 (EF_ALIAS_* below). */
 #define EF_CONFIG_TABLE(NUM, TEXT)                                                               \
 	NUM(disable, DISABLE, "disable", WORD, 0, 1, 0,                                          \
 	    1 /* someone who tried to disable the library wants it off */, ef_bool_words, "=0|1", \
@@ -60,7 +60,15 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	TEXT(only, ONLY, "only", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
 	     "act only in these programs (/proc/self/comm or argv[0]'s basename)")                \
 	TEXT(skip, SKIP, "skip", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
-	     "act in every program but these; setting both ONLY and SKIP leaves every program alone")
+	     "act in every program but these; setting both ONLY and SKIP leaves every program alone") \
+	TEXT(config, CONFIG, "config", EF_PATH_SIZE, 1, "", "", NULL, "=FILE",                   \
+	     "the system file to read instead of " EF_SYSCONF_FILE "; ignored in secure execution")
+
+/* The system configuration file: meson's sysconfdir (/usr/local/etc for the
+ * default prefix, /etc for /usr). */
+#ifndef EF_SYSCONF_FILE
+#define EF_SYSCONF_FILE "/etc/epollfix.conf"
+#endif
 
 #define EF_ALIAS_NAME "off"
 #define EF_ALIAS_VAR "disable"
@@ -75,6 +83,18 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 #define EF_NUM_MEMBER(member, ...) int64_t member;
 #define EF_TEXT_MEMBER(member, ENV, name, size, ...) char member[size];
 #define EF_SKIP_ROW(...)
+
+/* Each variable's index in ef_vars: EF_VAR_subms_ns; EF_NVARS in all. */
+#define EF_VAR_INDEX(member, ...) EF_VAR_##member,
+enum { EF_CONFIG_TABLE(EF_VAR_INDEX, EF_VAR_INDEX) EF_NVARS };
+
+/* Where each setting came from: the default, a line of the system file, or the
+ * environment. */
+enum ef_from { EF_FROM_DEFAULT, EF_FROM_FILE, EF_FROM_ENV };
+struct ef_origin {
+	unsigned char from[EF_NVARS]; /* enum ef_from */
+	unsigned line[EF_NVARS];      /* EF_FROM_FILE: the line's number */
+};
 
 /* Only int64_t members: state.c publishes it word by word under a seqlock. */
 struct ef_config {
@@ -111,7 +131,7 @@ struct ef_var {
 extern const struct ef_var ef_vars[];
 extern const size_t ef_nvars;
 
-/* Defaults of every variable; t may be NULL. */
+/* The table's defaults. */
 void ef_config_defaults(struct ef_config *c);
 void ef_text_defaults(struct ef_text *t);
 
@@ -143,6 +163,26 @@ void ef_config_show_default(const struct ef_var *v, struct ef_buf *out);
 void ef_config_from_env(struct ef_config *c, struct ef_text *t,
 			const char *(*get)(const char *name),
 			void (*warn)(const struct ef_buf *line));
+
+/* The same over whatever c and t hold already (the system file's values), each
+ * setting found noted in o (may be NULL). */
+void ef_config_apply_env(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+			 const char *(*get)(const char *name),
+			 void (*warn)(const struct ef_buf *line));
+
+/* The system file's text (len bytes, need not end in a NUL) over c and t:
+ * "key = value" lines with the runtime names (subms = 20us, only = nginx),
+ * '#' comments, blank lines. A bad line gives one warning, unless quiet or the
+ * file says log = quiet, and its variable's fallback:
+ *   "epollfix: FILE:3: 'subms = abc' is not a duration (like 50us); using 50us\n"
+ * Lines that are not settings are ignored with a warning. */
+void ef_config_from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+			 const char *file, const char *text, size_t len,
+			 void (*warn)(const struct ef_buf *line), int quiet);
+
+/* Where v's value came from: "default", "FILE:3" or "environment (EPOLLFIX_X)". */
+void ef_config_show_origin(const struct ef_origin *o, const struct ef_var *v, const char *file,
+			   struct ef_buf *out);
 
 /* EPOLLFIX_ONLY / EPOLLFIX_SKIP: is this program named in the comma list? A
  * name matches /proc/self/comm or the basename of argv[0] exactly; the kernel

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "epollfix.h"
 #include "real.h"
+#include "sysconf.h"
 
 #define EXIT_USAGE 2
 
@@ -100,12 +101,15 @@ static int check(const char *lib, int have_lib)
 	struct utsname u;
 	struct ef_config c;
 	static struct ef_text t;
+	static struct ef_origin o;
+	const char *file;
 	char text[512];
 	struct ef_buf policy = EF_BUF(text);
 	int why;
 
 	uname(&u);
-	ef_config_from_env(&c, &t, (const char *(*)(const char *))getenv, print_warning);
+	enum ef_file_state fs =
+		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv, print_warning);
 	for (size_t i = 0; i < ef_nvars; i++) {
 		if (ef_vars[i].kind == EF_KIND_TEXT)
 			continue;
@@ -133,6 +137,20 @@ static int check(const char *lib, int have_lib)
 		printf("programs:     all but %s\n", t.skip);
 	else
 		printf("programs:     all\n");
+	printf("config file:  %s (%s)\n", file,
+	       fs == EF_FILE_READ ? "read" : fs == EF_FILE_MISSING ? "none" : "ignored");
+	printf("settings:\n");
+	for (size_t i = 0; i < ef_nvars; i++) {
+		const struct ef_var *v = &ef_vars[i];
+		char value[64], from[EF_PATH_SIZE + 64];
+		struct ef_buf vb = EF_BUF(value), fb = EF_BUF(from);
+		if (v->kind == EF_KIND_TEXT)
+			ef_str(&vb, *ef_text_get(&t, v) ? ef_text_get(&t, v) : "unset");
+		else
+			ef_config_show(ef_config_get(&c, v), v, &vb);
+		ef_config_show_origin(&o, v, file, &fb);
+		printf("  %-12s %-14s %s\n", v->name, value, from);
+	}
 	return works && have_lib ? 0 : 1;
 }
 

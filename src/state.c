@@ -13,6 +13,7 @@
 #include "real.h"
 #include "recognize.h"
 #include "stats.h"
+#include "sysconf.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
 _Static_assert(sizeof(struct ef_config) % sizeof(int64_t) == 0, "config is int64 words");
@@ -84,10 +85,16 @@ void ef_warn_line(const struct ef_buf *line)
 /* Secure execution (setuid, setgid or file capabilities: the kernel sets
  * AT_SECURE) means the caller is not the program's owner, so the caller's
  * environment gives no orders: no variable is read at all, as glibc ignores LD_*
- * there. This is the one place the library reads its variables. */
+ * there, and the configuration is the system file's or the defaults. */
+static int secure_execution(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
+
+/* The one place the library reads its variables. */
 const char *ef_state_env(const char *name)
 {
-	return getauxval(AT_SECURE) ? NULL : getenv(name);
+	return secure_execution() ? NULL : getenv(name);
 }
 
 void ef_read_proc_self(const char *name, char *buf, size_t size)
@@ -148,7 +155,14 @@ static int load_once(void)
 
 	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
 		struct ef_config c;
-		ef_config_from_env(&c, &text, ef_state_env, ef_warn_line);
+		static struct ef_origin origin; /* only the command shows it */
+		const char *file;
+		ef_config_load(&c, &text, &origin, &file, ef_state_env, ef_warn_line);
+		/* Secure execution writes no report, not even one the system file
+		 * asks for: its path would be a root-owned file that the program's
+		 * caller could then make the program append to. */
+		if (secure_execution())
+			text.stats[0] = '\0';
 		select_program(&c, &text);
 		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 			sched_yield();

@@ -242,7 +242,6 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 
 /* ---- At exit ---------------------------------------------------------------- */
 
-
 static void pwait2_text(struct ef_buf *b)
 {
 	int why;
@@ -324,8 +323,8 @@ __attribute__((destructor)) static void write_report(void)
 	const struct ef_text *set = ef_state_text();
 	int saved = errno;
 
-	/* EPOLLFIX_STATS: unset or 0, no report; 1, stderr; else a path. It is
-	 * never set in secure execution, where the environment is not read. */
+	/* EPOLLFIX_STATS: unset or 0, no report; 1, stderr; else a path. Always
+	 * unset in secure execution (state.c). */
 	if (!set || !set->stats[0] || strcmp(set->stats, "0") == 0 || !ef_state_config(&c) ||
 	    !ef_state_selected())
 		return;

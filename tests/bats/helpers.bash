@@ -19,6 +19,10 @@ for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
 	*) unset "$v" ;;
 	esac
 done
+# Nor may the machine's own system file (SYSCONFDIR/epollfix.conf): a test
+# reads one only when it names it. (A setuid program ignores this variable and
+# would still read that file.)
+export EPOLLFIX_CONFIG=/nonexistent/epollfix.conf
 
 # preload [VAR=value...] command [args...]: the command alone gets the library.
 # EPOLLFIX_PRELOAD_EXTRA (scripts/sanitize: the ASan runtime) goes first.

@@ -94,6 +94,52 @@ setuid_copy() {
 	done
 }
 
+@test "secure mode: EPOLLFIX_CONFIG is ignored" {
+	setuid_copy
+	printf 'log = debug\n' >"$SEC_DIR/epollfix.conf"
+	run --separate-stderr as_nobody env EPOLLFIX_CONFIG="$SEC_DIR/epollfix.conf" "$SUID" --count 20
+	echo "stderr: $(head -3 <<<"$stderr")"
+	assert_success
+	[ -z "$stderr" ] || fail "the caller's file was read"
+	# The same file without setuid is read: the test can tell.
+	run --separate-stderr env EPOLLFIX_CONFIG="$SEC_DIR/epollfix.conf" "$SUID" --count 5
+	[[ "$stderr" == *"upgraded to 50us"* ]] || fail "not read without setuid either: $stderr"
+}
+
+@test "secure mode: the system file holds; the environment cannot override it; no report file" {
+	setuid_copy
+	# A library-only build whose sysconfdir is a temporary directory, never the
+	# machine's own /etc.
+	local args=() build=$SEC_DIR/build prefix=$SEC_DIR/prefix
+	[ "$EPOLLFIX_LIBC" != musl ] || args=(--native-file "$EPOLLFIX_SRC/musl.ini")
+	meson setup "${args[@]}" --prefix="$prefix" "$build" "$EPOLLFIX_SRC" >"$SEC_DIR/setup.log" 2>&1 ||
+		fail "meson setup: $(tail -5 "$SEC_DIR/setup.log")"
+	ninja -C "$build" src/libepollfix.so tests/progs/ef-sleep-linked >"$SEC_DIR/ninja.log" 2>&1 ||
+		fail "ninja: $(tail -5 "$SEC_DIR/ninja.log")"
+	prog=$SEC_DIR/ef-sleep-sysconf
+	cp "$build/tests/progs/ef-sleep-linked" "$prog"
+	chown root:root "$prog"
+	chmod 4755 "$prog"
+	mkdir -p "$prefix/etc" "$SEC_DIR/out"
+	printf '# the host\nlog = debug\nsubms = 20us\nstats = %s\n' "$SEC_DIR/out/report" >"$prefix/etc/epollfix.conf"
+	run --separate-stderr as_nobody env EPOLLFIX_SUBMS=30us EPOLLFIX_LOG=quiet EPOLLFIX_DISABLE=1 \
+		EPOLLFIX_CONFIG=/dev/null "$prog" --count 20
+	echo "stdout: $output"
+	echo "stderr: $(head -3 <<<"$stderr")"
+	assert_success
+	assert_upgraded
+	[ "$(grep -c 'upgraded to 20us' <<<"$stderr")" -ge 20 ] || fail "the file's subms and log do not hold"
+	[[ "$stderr" != *30us* ]] || fail "the environment overrode the file"
+	[ ! -e "$SEC_DIR/out/report" ] || fail "secure execution wrote the file's report"
+	# Without setuid the environment wins, and the report is written. meson test
+	# sets LD_LIBRARY_PATH to the main build, which would win over the runpath;
+	# helpers.bash points EPOLLFIX_CONFIG away from the system file.
+	run --separate-stderr env -u LD_LIBRARY_PATH -u EPOLLFIX_CONFIG EPOLLFIX_SUBMS=30us "$prog" --count 5
+	assert_success
+	[[ "$stderr" == *"upgraded to 30us"* ]] || fail "without setuid: $(head -3 <<<"$stderr")"
+	[ -s "$SEC_DIR/out/report" ] || fail "without setuid the file's report is written"
+}
+
 # The report through the file and stderr fallbacks, without setuid. A wait on a
 # FIFO with no reader would block for ever, so every run has a timeout.
 preload_timeout() {

@@ -326,3 +326,151 @@ Test(config, text_variables)
 	cr_assert_eq(ef_config_set(&c, ef_var_find("only"), "x", &msg), -1, "not at run time");
 	cr_assert_str_eq(m, "EPOLLFIX_ONLY is read once at start-up");
 }
+
+/* ---- The system file's parser ------------------------------------------- */
+
+static void from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+		      const char *text)
+{
+	ef_config_defaults(c);
+	ef_text_defaults(t);
+	memset(o, 0, sizeof(*o));
+	ef_config_from_file(c, t, o, "/etc/epollfix.conf", text, strlen(text), collect, 0);
+}
+
+Test(config, file_values_comments_and_blank_lines)
+{
+	struct ef_config c;
+	static struct ef_text t;
+	struct ef_origin o;
+	from_file(&c, &t, &o,
+		  "# the host's policy\n"
+		  "\n"
+		  "subms = 20us\n"
+		  "   max-ms=3   # three ms\n"
+		  "\tadapt\t=\toff\r\n"
+		  "only = nginx,redis-server\n"
+		  "stats = /var/log/ef#%p\n"
+		  "disable = 0"); /* no final newline */
+	cr_assert_eq(warning_lines, 0, "%s", warnings);
+	cr_assert_eq(c.subms_ns, 20000);
+	cr_assert_eq(c.max_ms, 3);
+	cr_assert_eq(c.adapt, 0);
+	cr_assert_eq(c.disable, 0);
+	cr_assert_str_eq(t.only, "nginx,redis-server");
+	cr_assert_str_eq(t.stats, "/var/log/ef#%p", "a '#' inside a value is not a comment");
+	cr_assert_eq(o.from[EF_VAR_subms_ns], EF_FROM_FILE);
+	cr_assert_eq(o.line[EF_VAR_subms_ns], 3);
+	cr_assert_eq(o.line[EF_VAR_max_ms], 4);
+	cr_assert_eq(o.line[EF_VAR_only], 6);
+	cr_assert_eq(o.from[EF_VAR_slack_ns], EF_FROM_DEFAULT);
+	char shown[64];
+	struct ef_buf b = EF_BUF(shown);
+	ef_config_show_origin(&o, &ef_vars[EF_VAR_max_ms], "/etc/epollfix.conf", &b);
+	cr_assert_str_eq(shown, "/etc/epollfix.conf:4");
+}
+
+Test(config, file_bad_lines_warn_with_file_line_and_text)
+{
+	struct ef_config c;
+	static struct ef_text t;
+	struct ef_origin o;
+	from_file(&c, &t, &o,
+		  "subms = abc\n"
+		  "nonsense = 1\n"
+		  "just words\n"
+		  "EPOLLFIX_SLACK = keep\n"
+		  "config = /tmp/other\n"
+		  "disable = yes\n"
+		  "max-ms = 3\n");
+	cr_assert_eq(warning_lines, 6, "%s", warnings);
+	cr_assert(strstr(warnings, "epollfix: /etc/epollfix.conf:1: 'subms = abc' is not a duration "
+				   "(like 50us); using 50us\n"), "%s", warnings);
+	cr_assert(strstr(warnings, "epollfix: /etc/epollfix.conf:2: 'nonsense = 1' is not a setting "
+				   "of epollfix; ignored\n"));
+	cr_assert(strstr(warnings, "epollfix: /etc/epollfix.conf:3: 'just words' is not key = value; "
+				   "ignored\n"));
+	cr_assert(strstr(warnings, ":4: 'EPOLLFIX_SLACK = keep' is not a setting of epollfix; ignored\n"),
+		  "the file takes the runtime names");
+	cr_assert(strstr(warnings, ":5: 'config = /tmp/other' cannot name another file; ignored\n"));
+	cr_assert(strstr(warnings, ":6: 'disable = yes' is not one of 0, 1; using 1\n"));
+	cr_assert_eq(c.disable, 1, "a garbled attempt to disable disables, as in the environment");
+	cr_assert_eq(c.max_ms, 3, "good lines after bad ones still count");
+	cr_assert_eq(c.slack_ns, 1000);
+}
+
+Test(config, file_log_quiet_silences_its_own_warnings)
+{
+	struct ef_config c;
+	static struct ef_text t;
+	struct ef_origin o;
+	from_file(&c, &t, &o, "subms = abc\nlog = quiet\n");
+	cr_assert_eq(warning_lines, 0, "%s", warnings);
+	cr_assert_eq(c.log, EF_LOG_QUIET);
+}
+
+Test(config, environment_overrides_the_file)
+{
+	struct ef_config c;
+	static struct ef_text t;
+	struct ef_origin o;
+	from_file(&c, &t, &o, "subms = 20us\nmax-ms = 3\nonly = nginx\n");
+	setenv_fake("EPOLLFIX_SUBMS", "30us");
+	setenv_fake("EPOLLFIX_ONLY", "redis-server");
+	ef_config_apply_env(&c, &t, &o, fake_getenv, collect);
+	cr_assert_eq(c.subms_ns, 30000);
+	cr_assert_eq(c.max_ms, 3);
+	cr_assert_str_eq(t.only, "redis-server");
+	cr_assert_eq(o.from[EF_VAR_subms_ns], EF_FROM_ENV);
+	cr_assert_eq(o.from[EF_VAR_max_ms], EF_FROM_FILE);
+	char shown[64];
+	struct ef_buf b = EF_BUF(shown);
+	ef_config_show_origin(&o, &ef_vars[EF_VAR_subms_ns], "/etc/epollfix.conf", &b);
+	cr_assert_str_eq(shown, "environment (EPOLLFIX_SUBMS)");
+}
+
+Test(config, file_long_and_odd_lines_stay_bounded)
+{
+	static char text[20000];
+	struct ef_config c;
+	static struct ef_text t;
+	struct ef_origin o;
+	strcpy(text, "stats = ");
+	memset(text + 8, 'x', 9000);
+	strcpy(text + 9008, "\n= 1\n=\n#only\n   # x = y\nsubms=\nonly =\n");
+	from_file(&c, &t, &o, text);
+	cr_assert_str_eq(t.stats, "1", "too long: the fallback, stderr");
+	cr_assert_str_eq(t.only, "");
+	cr_assert(strstr(warnings, ":1: 'stats = xxxx"));
+	cr_assert(strstr(warnings, "...' is too long; using 1\n"), "%s", warnings);
+	cr_assert(strstr(warnings, ":2: '= 1' is not a setting of epollfix; ignored\n"));
+	cr_assert(strstr(warnings, ":3: '=' is not a setting of epollfix; ignored\n"));
+	cr_assert(strstr(warnings, ":6: 'subms=' is empty; using 50us\n"), "%s", warnings);
+	cr_assert_eq(warning_lines, 4, "%s", warnings);
+}
+
+Test(config, example_file_shows_every_setting_at_its_default)
+{
+	char path[4096], line[4096], want[128];
+	for (size_t i = 0; i < ef_nvars; i++) {
+		const struct ef_var *v = &ef_vars[i];
+		if (v == &ef_vars[EF_VAR_config])
+			continue;
+		struct ef_buf b = EF_BUF(want);
+		ef_str(ef_str(ef_str(&b, "# "), v->name), " =");
+		if (v->kind != EF_KIND_TEXT || *v->text_def)
+			ef_str(&b, " ");
+		if (v->kind != EF_KIND_TEXT)
+			ef_config_show(v->def, v, &b);
+		else
+			ef_str(&b, v->text_def);
+		snprintf(path, sizeof(path), "%s/doc/epollfix.conf", EF_SOURCE_DIR);
+		FILE *f = fopen(path, "r");
+		cr_assert_not_null(f);
+		int found = 0;
+		while (fgets(line, sizeof(line), f))
+			found += strcmp(strtok(line, "\n") ? line : "", want) == 0;
+		fclose(f);
+		cr_expect_eq(found, 1, "doc/epollfix.conf has no line '%s'", want);
+	}
+}
