@@ -55,7 +55,7 @@ per_timer_x100() {
 	run preload "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 300
 	assert_success
 	assert_upgraded
-	run preload env EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 300
+	run preload EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 300
 	assert_success
 	assert_rounded
 }
@@ -63,7 +63,7 @@ per_timer_x100() {
 @test "a Python 1 ms ticker (select.epoll().poll(0.001)): safe leaves it alone" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
-	run preload env EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/epoll_poll.py" 1e-3 300
+	run preload EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/epoll_poll.py" 1e-3 300
 	assert_success
 	assert_rounded
 }
@@ -71,7 +71,7 @@ per_timer_x100() {
 @test "safe keeps the precision of runs that end: asyncio's 50 us sleeps" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
-	run preload env EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/asyncio_sleep.py" 50e-6 400
+	run preload EPOLLFIX_ADAPT=safe "$py" "$PROGS_SRC/asyncio_sleep.py" 50e-6 400
 	assert_success
 	assert_upgraded
 }
@@ -79,13 +79,13 @@ per_timer_x100() {
 @test "the report names each call site, its shape and what was decided" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
-	run preload env EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 100
+	run preload EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 100
 	assert_success
 	assert_output --regexp 'site: select\.cpython[^:]*: runs of requests that end \(sub-ms deadlines seen\); [0-9]+ waits upgraded for [0-9]+ deadlines \([0-9.]+ per deadline\); first waits go to the predicted deadline'
-	run preload env EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
+	run preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
 	assert_success
 	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; 100 waits upgraded, [0-9.]+ per ms asked; kept precise, in SUBMS steps \(EPOLLFIX_ADAPT=safe'
-	run preload env EPOLLFIX_STATS=1 EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
+	run preload EPOLLFIX_STATS=1 EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
 	assert_success
 	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; [0-9]+ waits upgraded, [0-9]+ left alone; now left alone as genuine'
 }
