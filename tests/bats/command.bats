@@ -3,8 +3,6 @@
 
 setup() {
 	load helpers
-	: "${EPOLLFIX_CMD:=$EPOLLFIX_SRC/build/src/epollfix}"
-	: "${EPOLLFIX_BUILD:=$EPOLLFIX_SRC/build}"
 	cmd=$EPOLLFIX_CMD
 	count_lib=$EPOLLFIX_PROGS/libcountcalls.so
 }

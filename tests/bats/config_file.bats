@@ -4,7 +4,6 @@
 
 setup() {
 	load helpers
-	: "${EPOLLFIX_CMD:=$EPOLLFIX_SRC/build/src/epollfix}"
 	conf=$BATS_TEST_TMPDIR/epollfix.conf
 }
 

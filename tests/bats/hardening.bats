@@ -6,11 +6,8 @@
 # where that is the oracle.
 
 setup() {
-	# helpers.bash unsets EPOLLFIX_* variables it does not know: keep ours first.
-	HARD_BUILD="${EPOLLFIX_TESTS_BUILD:-}"
-	HARD_EXTRA="${EPOLLFIX_PRELOAD_EXTRA:-}" # a sanitizer runtime to load first
 	load helpers
-	H="${HARD_BUILD:-$(dirname "$EPOLLFIX_PROGS")}/hardening"
+	H=$EPOLLFIX_TESTS_BUILD/hardening
 	[ -x "$H/ef-stress" ] || fail "hardening programs not built in $H"
 }
 
@@ -19,7 +16,7 @@ setup() {
 preload_with() {
 	local order=$1 other=$2
 	shift 2
-	local extra=${HARD_EXTRA:+$HARD_EXTRA:}
+	local extra=${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}
 	if [ "$order" = first ]; then
 		env LD_PRELOAD="$extra$EPOLLFIX_LIB:$other" "$@"
 	else
@@ -233,7 +230,7 @@ faketime_lib() {
 	need_glibc
 	ft=$(faketime_lib) || skip "libfaketime not installed (Debian: libfaketime)"
 	export FAKETIME="+1d"
-	run env LD_PRELOAD="${HARD_EXTRA:+$HARD_EXTRA:}$ft" "$H/ef-proc" measure
+	run env LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$ft" "$H/ef-proc" measure
 	assert_success
 	assert_rounded
 	for order in first last; do

@@ -4,25 +4,28 @@ bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load.bash
 load /usr/lib/bats/bats-assert/load.bash
 
-: "${EPOLLFIX_SRC:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}"
-: "${EPOLLFIX_LIB:=$EPOLLFIX_SRC/build/src/libepollfix.so}"
-: "${EPOLLFIX_PROGS:=$EPOLLFIX_SRC/build/tests/progs}"
-: "${EPOLLFIX_LIBC:=glibc}"
-PROGS_SRC="$EPOLLFIX_SRC/tests/progs"
+# The suite's locations come from one file meson writes into the build
+# directory (bats_env in tests/meson.build). EPOLLFIX_BUILD names that
+# directory: meson test and scripts/sanitize set it, a hand-run bats uses build/.
+: "${EPOLLFIX_BUILD:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/build}"
+bats_env_file=$EPOLLFIX_BUILD/tests/bats-env.bash
+[ -f "$bats_env_file" ] || {
+	echo "no $bats_env_file: run scripts/build (or meson setup) first" >&2
+	return 1
+}
 
-# Nothing from the caller's environment may steer the library in a test; the
-# suite's own locations (set by meson test) stay.
+# Nothing from the caller's environment may steer the library in a test: every
+# EPOLLFIX_* variable goes but the sanitizer runtime scripts/sanitize preloads.
 for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
-	case "$v" in
-	EPOLLFIX_LIB | EPOLLFIX_PROGS | EPOLLFIX_SRC | EPOLLFIX_LIBC | EPOLLFIX_CMD | EPOLLFIX_BUILD | \
-		EPOLLFIX_TESTS_BUILD | EPOLLFIX_PRELOAD_EXTRA) ;;
-	*) unset "$v" ;;
-	esac
+	[ "$v" = EPOLLFIX_PRELOAD_EXTRA ] || unset "$v"
 done
 # Nor may the machine's own system file (SYSCONFDIR/epollfix.conf): a test
 # reads one only when it names it. (A setuid program ignores this variable and
 # would still read that file.)
 export EPOLLFIX_CONFIG=/nonexistent/epollfix.conf
+# shellcheck source=/dev/null
+source "$bats_env_file"
+PROGS_SRC="$EPOLLFIX_SRC/tests/progs"
 
 # preload [VAR=value...] command [args...]: the command alone gets the library.
 # EPOLLFIX_PRELOAD_EXTRA (scripts/sanitize: the ASan runtime) goes first.

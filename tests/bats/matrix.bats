@@ -16,8 +16,7 @@
 setup() {
 	load helpers
 	need_glibc
-	# Next to the test programs (helpers.bash unsets EPOLLFIX_TESTS_BUILD).
-	MX_BUILD=$(dirname "$EPOLLFIX_PROGS")/matrix
+	MX_BUILD=$EPOLLFIX_TESTS_BUILD/matrix
 	MX_SRC=$EPOLLFIX_SRC/tests/matrix
 	CW=$MX_BUILD/libcountwaits.so
 	[ -e "$CW" ] || skip "no $CW (glibc meson build)"
