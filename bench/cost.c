@@ -10,7 +10,7 @@
  * CPU is CLOCK_THREAD_CPUTIME_ID per block / N. Prints
  * "upgraded_ns=.. direct_ns=.. ratio=.. ratio_min=.. ratio_max=..
  *  upgraded_elapsed_ns=.. direct_elapsed_ns=.." (medians over blocks; ratio is
- * the median of the pairs' ratios), then the summary line of common.h. */
+ * the median of the pairs' ratios), then the summary line of tests/lib/bench_output.h. */
 #include "common.h"
 
 #include <sys/epoll.h>

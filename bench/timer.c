@@ -12,7 +12,7 @@
  *
  * A sample is the elapsed time of one sleep. --slack 0 leaves the thread's
  * slack as it is. Each thread has its own epoll fd with an idle pipe in it.
- * Prints count= waits= cpu_ns= wall_ns= nvcsw= (see common.h); waits counts
+ * Prints count= waits= cpu_ns= wall_ns= nvcsw= (see tests/lib/bench_output.h); waits counts
  * epoll calls the program made. */
 #include "common.h"
 

@@ -4,10 +4,14 @@
 #ifndef EF_HARD_H
 #define EF_HARD_H
 
-#include "common.h"
+#include "clock.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 

@@ -16,6 +16,7 @@
  *                              thread forks; N rounds, each a fresh exec; prints
  *                              how many children could not upgrade */
 #include "hard.h"
+#include "seccomp_filter.h"
 
 #include <pthread.h>
 #include <spawn.h>

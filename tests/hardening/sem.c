@@ -10,6 +10,7 @@
  *   ef-sem late K HOW K pass-through waits, then a seccomp filter (eperm, enosys
  *                     or kill) on epoll_pwait2, then 1 ms waits: all return 0 */
 #include "hard.h"
+#include "seccomp_filter.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -3,7 +3,9 @@
 #ifndef EF_MATRIX_H
 #define EF_MATRIX_H
 
-#include "../progs/common.h" /* now_ns, cmp_i64 */
+#include "clock.h"
+
+#include <string.h>
 
 /* With MX_FIRES=PATH in the environment, the fire times (CLOCK_MONOTONIC ns)
  * are written to PATH at the end, one a line: tests/matrix/pattern lines them

@@ -7,12 +7,14 @@
  *
  * Prints "cpu_pct=.. polls=.. written=.. read=.. latency_p50_us=.. latency_max_us=..";
  * cpu_pct is the process's user+system time over wall time. */
-#include "common.h"
+#include "clock.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 

@@ -5,10 +5,13 @@
  *
  *   ef-calls [--api wait|pwait] [--threads T] [--fork] [--zero N] [--one N]
  *            [--ready N] [--long N] */
-#include "common.h"
+#define _GNU_SOURCE
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -4,11 +4,13 @@
  * reads what arrives. Exits 0 when all N bytes were read, in order.
  *
  *   ef-events [--api wait|pwait] [--count N] [--edge] */
-#include "common.h"
+#include "clock.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 

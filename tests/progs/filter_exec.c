@@ -3,7 +3,7 @@
  * strict profile that kills on unknown calls (kill).
  *
  *   ef-filter eperm|enosys|kill command [args...] */
-#include "common.h"
+#include "seccomp_filter.h"
 
 #include <unistd.h>
 

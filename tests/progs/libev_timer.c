@@ -6,7 +6,7 @@
  * A sample is the time from arming the timer to its callback. Prints the
  * benchmark's summary line (waits= is 0: libev's epoll calls are not seen),
  * then "median_us=.. min_us=.. max_us=..". --raw FILE gets every sample. */
-#include "common.h"
+#include "bench_output.h"
 
 #include <ev.h>
 

@@ -4,10 +4,12 @@
  * its handler having run. Repeated for both a pending signal and one sent from
  * another thread while the loop waits with 1 ms timeouts (the upgraded ones).
  * Exits 0 when every round behaved; prints what it saw. */
-#include "common.h"
+#define _GNU_SOURCE
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 

@@ -9,7 +9,8 @@
  * sleep and the number of epoll calls made. --fixed-ms T instead makes each
  * sleep one epoll call with timeout T. --filter-after installs a seccomp filter
  * on epoll_pwait2 after K sleeps (a filter that arrives after start-up). */
-#include "common.h"
+#include "clock.h"
+#include "seccomp_filter.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
