@@ -13,10 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EPOLLFIX_VERSION "0.1.0"
-#define EPOLLFIX_VERSION_MAJOR 0
-#define EPOLLFIX_VERSION_MINOR 1
-#define EPOLLFIX_VERSION_PATCH 0
+/* EPOLLFIX_VERSION "x.y.z" and EPOLLFIX_VERSION_MAJOR, _MINOR, _PATCH. */
+#include "epollfix_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,7 +43,7 @@ struct epollfix_counters {
 	uint64_t retries;            /* times a back-off ended and upgrades were tried again */
 };
 
-/* The library's version, "0.1.0". */
+/* The library's version, EPOLLFIX_VERSION of the header it was built with. */
 const char *epollfix_version(void);
 
 /* Fills *out (size: sizeof(struct epollfix_counters) as the caller knows it).

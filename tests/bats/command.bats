@@ -7,6 +7,12 @@ setup() {
 	count_lib=$EPOLLFIX_PROGS/libcountcalls.so
 }
 
+# The version meson.build's project() sets, the one place it is written.
+project_version() {
+	meson introspect --projectinfo "$EPOLLFIX_BUILD" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])'
+}
+
 @test "epollfix CMD: upgrades the command's waits; without it they stay 1ms" {
 	run "$cmd" "$EPOLLFIX_PROGS/ef-sleep" --count 100
 	assert_success
@@ -21,9 +27,10 @@ setup() {
 	for v in SUBMS MAX_MS SLACK LOG CLAMP CLAMP_AFTER CLAMP_GAP ADAPT DISABLE STATS ONLY SKIP; do
 		assert_output --partial "[EPOLLFIX_$v"
 	done
+	version=$(project_version)
 	run "$cmd" --version
 	assert_success
-	assert_output --regexp '^epollfix [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_output "epollfix $version"
 }
 
 @test "every option reaches the library as its variable" {
@@ -165,7 +172,7 @@ setup() {
 	assert_line --regexp "^epoll_pwait2: no: a probe was killed by signal (9|31)"
 }
 
-@test "meson install --destdir: the installed command finds the installed library" {
+@test "meson install --destdir: the installed command finds the installed library; header and man page carry the version" {
 	command -v meson >/dev/null || skip "no meson"
 	root=$BATS_TEST_TMPDIR/root
 	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
@@ -174,7 +181,27 @@ setup() {
 	lib=$(find "$root" -name libepollfix.so)
 	[ -x "$bin" ] && [ -f "$lib" ] || fail "installed: $(find "$root" -type f)"
 	[ -f "$(find "$root" -path '*/include/epollfix.h')" ] || fail "no header"
-	[ -f "$(find "$root" -path '*/man1/epollfix.1')" ] || fail "no man page"
+	man=$(find "$root" -path '*/man1/epollfix.1')
+	[ -f "$man" ] || fail "no man page"
+	version=$(project_version)
+	grep -q "^\.TH EPOLLFIX 1 .*\"epollfix $version\"" "$man" || fail "man page: $(sed -n 1p "$man")"
+	# The installed header compiles on its own (it includes the version header
+	# meson generates and installs beside it) and gives project()'s version.
+	header=$(find "$root" -path '*/include/epollfix.h')
+	cat >"$BATS_TEST_TMPDIR/version.c" <<-'EOF'
+		#include <epollfix.h>
+		#include <stdio.h>
+		int main(void)
+		{
+			printf("%s %d.%d.%d\n", EPOLLFIX_VERSION, EPOLLFIX_VERSION_MAJOR,
+			       EPOLLFIX_VERSION_MINOR, EPOLLFIX_VERSION_PATCH);
+			return 0;
+		}
+	EOF
+	run cc -Wall -Werror -I"$(dirname "$header")" -o "$BATS_TEST_TMPDIR/version" "$BATS_TEST_TMPDIR/version.c"
+	assert_success
+	run "$BATS_TEST_TMPDIR/version"
+	assert_output "$version $version"
 	run "$bin" --check
 	assert_line "library:      $(realpath "$lib")"
 	run "$bin" "$EPOLLFIX_PROGS/ef-sleep" --count 60
