@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The busy-loop clamp and the stats report (issue 3), on real programs.
+# The busy-loop clamp and the stats report, on real programs.
 
 setup() {
 	load helpers

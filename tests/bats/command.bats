@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The epollfix command, per-program policy and installation (issue 4).
+# The epollfix command, per-program policy and installation.
 
 setup() {
 	load helpers

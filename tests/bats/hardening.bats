@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 6, hardening: the library never loses an event, never changes a call's
+# Hardening: the library never loses an event, never changes a call's
 # result or errno, and keeps working across threads, signals, cancellation,
 # fork, vfork, exec, dlopen, early constructors, another preload library and
 # seccomp filters. Each test compares with the same run without the library

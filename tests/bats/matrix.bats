@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Issue 7's targets on real event loops (tests/matrix), with the default settings:
+# The policy's targets on real event loops (tests/matrix), with the default settings:
 # - genuine-ms loops (libuv/Node.js, tokio, Java NIO, libevent, nginx): at most
 #   1.25x the waits per fire of the run without the library, and no
 #   Selector.select(1) returning 0 keys under 900 us;
