@@ -14,8 +14,10 @@
  * re-ask at all (its gaps all look alike: a stream that never ends). */
 #define USED_FACTOR 3
 #define USED_SLOP (2 * NS_PER_US)
-/* A run still going this long after its first request's timeout is no
- * deadline being chased: it is a stream of 1 ms requests that never ends. */
+/* A run still going this long after its first request's timeout, having
+ * asked for more than that timeout in waits, is no deadline being chased: it is
+ * a stream of 1 ms requests that never ends. Counting what was asked, not only
+ * the clock, keeps one wake-up delayed by a busy machine from looking like it. */
 #define ENDLESS_AFTER NS_PER_MS
 /* Every so many runs, the first wait ends a little earlier than predicted, so
  * a deadline that moved earlier is found (the others only move it later). */
@@ -251,7 +253,8 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			s->probe_step = c->subms_ns;
 	}
 	int64_t elapsed = call->now_ns - r->start_ns;
-	if (elapsed > (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER) {
+	if (elapsed > (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER &&
+	    r->asked_ns > (int64_t)r->first_ms * NS_PER_MS) {
 		/* Nothing the library sees tells a ticker that means its 1 ms from
 		 * libev or mio chasing 50 us deadlines with C callbacks. auto keeps
 		 * the precision; safe leaves the stream alone for a back-off. */
@@ -380,6 +383,7 @@ enum ef_learned ef_after(const struct ef_config *c, struct ef_thread *t, const s
 	t->overshoot_ns += (late - t->overshoot_ns) / 8;
 	if (result == 0) {
 		r->wakes = r->wakes < UINT16_MAX ? r->wakes + 1 : UINT16_MAX;
+		r->asked_ns += done.wait_ns;
 		r->last_end_ns = end_ns;
 		return EF_LEARNED_NOTHING;
 	}

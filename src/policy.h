@@ -101,6 +101,7 @@ struct ef_run {
 	int32_t first_ms;   /* the run's first request */
 	int64_t start_ns;   /* when its first request began */
 	int64_t last_end_ns;
+	int64_t asked_ns;   /* the waits asked so far: a stalled machine does not add to it */
 };
 
 /* Where in the millisecond runs that ended in an event ended: a loop with a

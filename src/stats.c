@@ -212,9 +212,12 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 		       " waits left alone (EPOLLFIX_ADAPT=off would upgrade them)\n");
 		return;
 	}
-	ef_str(out, f & EF_SF_ENDLESS ? "a stream of 1 ms requests that never ends"
-		    : f & EF_SF_ENDS  ? "runs of requests that end"
-				      : "no run ended yet");
+	/* A site whose runs end, and that once sent a stream that did not, is
+	 * shown by what it mostly does: its runs. */
+	unsigned endless = (f & EF_SF_ENDLESS) && !(f & EF_SF_ENDS);
+	ef_str(out, f & EF_SF_ENDS ? "runs of requests that end"
+		    : endless	   ? "a stream of 1 ms requests that never ends"
+				   : "no run ended yet");
 	ef_str(out, f & EF_SF_PROVEN ? " (sub-ms deadlines seen); " : "; ");
 	ef_str(ef_int(out, (int64_t)up), " waits upgraded");
 	if ((f & EF_SF_ENDS) && runs) {
@@ -222,7 +225,7 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 		ratio(out, up, runs);
 		ef_str(out, " per deadline)");
 	}
-	if ((f & EF_SF_ENDLESS) && ms) {
+	if (endless && ms) {
 		ef_str(out, ", ");
 		ratio(out, up, ms);
 		ef_str(out, " per ms asked");
@@ -231,7 +234,7 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 		ef_str(ef_int(ef_str(out, ", "), (int64_t)alone), " left alone");
 	if (f & EF_SF_BACKED_OFF)
 		ef_str(out, "; now left alone as genuine");
-	else if ((f & EF_SF_ENDLESS) && c->adapt == 1)
+	else if (endless && c->adapt == 1)
 		ef_str(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
 			    "alone: right for a loop that means its 1 ms)");
 	else if (f & EF_SF_ENDS)
