@@ -43,6 +43,7 @@ int main(int argc, char **argv)
 	started = now_ns();
 	deadline = started + us * 1000;
 	ev_timer_start(loop, &t);
+	mx_usage_start();
 	ev_run(loop, 0);
 	mx_report(late, fired, started);
 	return fired == count ? 0 : 1;

@@ -1,11 +1,32 @@
 /* Shared by the matrix's C programs: a clock and the one report line,
- * "fires=N lateness_p50_us=.. lateness_p90_us=.. elapsed_ms=..". */
+ * "fires=N lateness_p50_us=.. lateness_p90_us=.. elapsed_ms=..", with
+ * " vcsw=.. cpu_us=.." after mx_usage_start(). */
 #ifndef EF_MATRIX_H
 #define EF_MATRIX_H
 
-#include "clock.h"
+#include "bench_output.h" /* nvcsw */
+#include "clock.h"        /* now_ns, cmp_i64, cpu_ns */
 
 #include <string.h>
+
+/* The process's voluntary context switches (its wake-ups) and user+system CPU
+ * from mx_usage_start(), called just before the first timer, to the report:
+ * start-up is left out. */
+static int64_t mx_cpu0;
+static long mx_csw0 = -1;
+
+static inline void mx_usage_start(void)
+{
+	mx_cpu0 = cpu_ns();
+	mx_csw0 = nvcsw();
+}
+
+static inline void mx_usage_print(void)
+{
+	if (mx_csw0 >= 0)
+		printf(" vcsw=%ld cpu_us=%lld", nvcsw() - mx_csw0,
+		       (long long)((cpu_ns() - mx_cpu0) / 1000));
+}
 
 /* With MX_FIRES=PATH in the environment, the fire times (CLOCK_MONOTONIC ns)
  * are written to PATH at the end, one a line: tests/matrix/pattern lines them
@@ -40,9 +61,11 @@ static inline void mx_report(int64_t *late, long n, int64_t started_ns)
 {
 	mx_fires_write();
 	qsort(late, (size_t)n, sizeof(*late), cmp_i64);
-	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld\n", n,
+	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld", n,
 	       n ? (long long)(late[n / 2] / 1000) : 0, n ? (long long)(late[n * 9 / 10] / 1000) : 0,
 	       (long long)((now_ns() - started_ns) / 1000000));
+	mx_usage_print();
+	printf("\n");
 	fflush(stdout);
 }
 

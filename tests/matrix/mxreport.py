@@ -12,14 +12,15 @@ def write_fires(fires_ns):
             f.write("".join(f"{t}\n" for t in fires_ns))
 
 
-def report(late_ns, started_ns, early=False):
+def report(late_ns, started_ns, early=False, extra=""):
     """early: also print early=N, the fires more than 100 us before the
-    requested time (a wait that returned before its timeout)."""
+    requested time (a wait that returned before its timeout); extra: more
+    ' key=value' fields for the end of the line."""
     late = sorted(late_ns)
     n = len(late)
     p50 = late[n // 2] // 1000 if n else 0
     p90 = late[n * 9 // 10] // 1000 if n else 0
     elapsed = (time.perf_counter_ns() - started_ns) // 1000000
-    extra = f" early={sum(1 for x in late if x < -100000)}" if early else ""
-    print(f"fires={n} lateness_p50_us={p50} lateness_p90_us={p90} elapsed_ms={elapsed}{extra}",
+    early_field = f" early={sum(1 for x in late if x < -100000)}" if early else ""
+    print(f"fires={n} lateness_p50_us={p50} lateness_p90_us={p90} elapsed_ms={elapsed}{early_field}{extra}",
           flush=True)

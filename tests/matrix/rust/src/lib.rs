@@ -10,6 +10,11 @@ pub fn report(lateness: &mut [i64], started: Instant) {
 /// report, plus " early=N" when `early`: the fires more than 100 us before
 /// their deadline (a wait that returned before its timeout).
 pub fn report_early(lateness: &mut [i64], started: Instant, early: bool) {
+    report_extra(lateness, started, early, "")
+}
+
+/// report_early, then `extra` (" key=value" fields) at the end of the line.
+pub fn report_extra(lateness: &mut [i64], started: Instant, early: bool, extra_fields: &str) {
     lateness.sort_unstable();
     let n = lateness.len();
     let pick = |q: usize| if n == 0 { 0 } else { lateness[(n * q / 100).min(n - 1)] / 1000 };
@@ -19,13 +24,25 @@ pub fn report_early(lateness: &mut [i64], started: Instant, early: bool) {
         String::new()
     };
     println!(
-        "fires={} lateness_p50_us={} lateness_p90_us={} elapsed_ms={}{}",
+        "fires={} lateness_p50_us={} lateness_p90_us={} elapsed_ms={}{}{}",
         n,
         pick(50),
         pick(90),
         started.elapsed().as_millis(),
-        extra
+        extra,
+        extra_fields
     );
+}
+
+/// (voluntary context switches, user+system CPU in us) of this process, from
+/// getrusage(RUSAGE_SELF): its wake-ups and what they cost.
+pub fn usage() -> (i64, i64) {
+    // SAFETY: an all-zero rusage is valid for getrusage to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let us = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
+    (ru.ru_nvcsw as i64, us(ru.ru_utime) + us(ru.ru_stime))
 }
 
 /// CLOCK_MONOTONIC in ns, the clock of the countwaits trace.

@@ -1,0 +1,67 @@
+/* A plain loop that means its 1 ms: epoll_wait(ep, ev, n, 1) on an idle
+ * epoll set, again and again, with a little work after each return (about
+ * WORK_US of arithmetic: a tick that looks at some state), for MS
+ * milliseconds. Its stream of 1 ms requests never ends and never finds an
+ * event: nothing in the stream tells it from a loop whose 1 ms hides a
+ * sub-millisecond deadline.
+ *
+ *   ef-m-ticker [--ms 1000] [--work-us 5]
+ *
+ * Prints "ticks=N elapsed_ms=.. vcsw=.. cpu_us=.. after_ms=.. after_vcsw=..
+ * after_cpu_us=..": the whole run, then from 100 ms on (getrusage and the
+ * process CPU clock in the process itself). */
+#include "mx.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+/* Spins about work_ns of CPU. */
+static void work(int64_t work_ns)
+{
+	int64_t end = now_ns() + work_ns;
+	uint64_t x = sink;
+	while (now_ns() < end)
+		for (int i = 0; i < 64; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+int main(int argc, char **argv)
+{
+	long ms = mx_arg(argc, argv, "--ms", 1000);
+	long work_us = mx_arg(argc, argv, "--work-us", 5);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || ms <= 100) {
+		fprintf(stderr, ep < 0 ? "epoll_create1 failed\n" : "--ms must be over 100\n");
+		return 1;
+	}
+	struct epoll_event ev[8];
+	long ticks = 0;
+	int64_t start = now_ns(), end = start + ms * 1000000, mark_at = start + 100000000;
+	int64_t cpu0 = cpu_ns(), cpu_mark = 0, t_mark = 0;
+	long csw0 = nvcsw(), csw_mark = -1;
+	for (int64_t t = start; t < end; t = now_ns()) {
+		if (csw_mark < 0 && t >= mark_at) {
+			t_mark = t;
+			cpu_mark = cpu_ns();
+			csw_mark = nvcsw();
+		}
+		if (epoll_wait(ep, ev, 8, 1) < 0) {
+			perror("epoll_wait");
+			return 1;
+		}
+		ticks++;
+		work(work_us * 1000);
+	}
+	int64_t t = now_ns(), cpu = cpu_ns();
+	long csw = nvcsw();
+	printf("ticks=%ld elapsed_ms=%lld vcsw=%ld cpu_us=%lld after_ms=%lld after_vcsw=%ld "
+	       "after_cpu_us=%lld\n",
+	       ticks, (long long)((t - start) / 1000000), csw - csw0, (long long)((cpu - cpu0) / 1000),
+	       (long long)((t - t_mark) / 1000000), csw - csw_mark,
+	       (long long)((cpu - cpu_mark) / 1000));
+	close(ep);
+	return 0;
+}
