@@ -12,6 +12,11 @@
 # (tokio, mio, Java); what is missing is skipped.
 #
 # EPOLLFIX_ADAPT=auto (the default) recognises or learns the genuine-ms loops.
+#
+# The third-party Python loops (trio, Tornado, gevent, uvloop) run on
+# BUILD/venv's python (scripts/install-deps, tests/matrix/requirements.txt);
+# without it they are skipped. Their wake-ups are the vcsw= their program
+# reads with getrusage around its timers, not a counting preload.
 
 setup() {
 	load helpers
@@ -23,6 +28,11 @@ setup() {
 	WAITS=$BATS_TEST_TMPDIR/waits
 	RUST=$MX_BUILD/cargo-target/release
 	COUNT=200
+	VENV_PY=$(dirname "$(dirname "$EPOLLFIX_PROGS")")/venv/bin/python
+}
+
+need_venv() {
+	[ -x "$VENV_PY" ] || skip "no $VENV_PY (scripts/install-deps)"
 }
 
 # without [VAR=value...] CMD...: runs CMD with only the counting preload.
@@ -187,4 +197,52 @@ need() {
 	run --separate-stderr preload EPOLLFIX_STATS=1 "$RUST/ef-tokio" --us 500 --count 100
 	assert_success
 	grep -q "(recognised: none; learned: [1-9][0-9]* genuine" <<<"$stderr" || fail "$stderr"
+}
+
+@test "matrix: trio.sleep(50e-6): median under 500us" {
+	need_venv
+	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" trio sleep 50e-6 "$COUNT"
+}
+
+@test "matrix: Tornado gen.sleep(50e-6): median under 500us" {
+	need_venv
+	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" tornado sleep 50e-6 "$COUNT"
+}
+
+@test "matrix: gevent.sleep(50e-6) on its libev loop: median under 500us" {
+	need_venv
+	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" gevent sleep 50e-6 "$COUNT"
+}
+
+@test "matrix: a mio timer loop of 50 us: median under 500us" {
+	need "$RUST/ef-mio" tests/matrix/build
+	subms 50 "$RUST/ef-mio" --us 50 --loop 1 --count "$COUNT"
+}
+
+# libuv_left_alone [VAR=value...] LOOP: 200 genuine 1 ms sleeps wake the
+# process (vcsw= of the timer phase) at most 250 times more with the library
+# than without, 1.25 a timer: what the learner costs before it leaves the
+# loop alone (about 15-110 on a loaded 2-core VM, before per-call-site
+# recognition), while a loop upgraded throughout wakes about 10 times a timer.
+libuv_left_alone() {
+	local base csw
+	run env ${EPOLLFIX_PRELOAD_EXTRA:+LD_PRELOAD=$EPOLLFIX_PRELOAD_EXTRA} "$@" 200
+	assert_success
+	base=$(field vcsw)
+	run preload "$@" 200
+	assert_success
+	csw=$(field vcsw)
+	[ -n "$base" ] && [ -n "$csw" ] || fail "no vcsw in: $output"
+	[ "$csw" -le $((base + 250)) ] ||
+		fail "wake-ups over 200 timers: $base without, $csw with (over +250): $output"
+}
+
+@test "matrix: uvloop 1 ms sleeps (libuv loaded after start-up): at most 250 extra wake-ups" {
+	need_venv
+	libuv_left_alone "$VENV_PY" "$MX_SRC/py_loop.py" uvloop sleep 1e-3
+}
+
+@test "matrix: gevent's libuv loop, 1 ms sleeps: at most 250 extra wake-ups" {
+	need_venv
+	libuv_left_alone GEVENT_LOOP=libuv "$VENV_PY" "$MX_SRC/py_loop.py" gevent sleep 1e-3
 }
