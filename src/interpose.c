@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "log.h"
 #include "policy.h"
 #include "real.h"
 #include "recognize.h"

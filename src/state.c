@@ -1,8 +1,6 @@
 #define _GNU_SOURCE
 #include "state.h"
 
-#include <fcntl.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -10,9 +8,8 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "real.h"
-#include "recognize.h"
-#include "stats.h"
+#include "log.h"
+#include "proc.h"
 #include "sysconf.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
@@ -77,11 +74,6 @@ static int snapshot(struct ef_config *c)
 	return 0;
 }
 
-void ef_warn_line(const struct ef_buf *line)
-{
-	ef_buf_write(line, STDERR_FILENO);
-}
-
 /* Secure execution (setuid, setgid or file capabilities: the kernel sets
  * AT_SECURE) means the caller is not the program's owner, so the caller's
  * environment gives no orders: no variable is read at all, as glibc ignores LD_*
@@ -95,18 +87,6 @@ static int secure_execution(void)
 const char *ef_state_env(const char *name)
 {
 	return secure_execution() ? NULL : getenv(name);
-}
-
-void ef_read_proc_self(const char *name, char *buf, size_t size)
-{
-	char path[32] = "/proc/self/";
-	int fd = open(strcat(path, name), O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
 }
 
 static _Atomic int selected = 1;
@@ -127,8 +107,8 @@ static void select_program(struct ef_config *c, const struct ef_text *t)
 
 	if (!*only && !*skip)
 		return;
-	ef_read_proc_self("comm", comm, sizeof(comm));
-	ef_read_proc_self("cmdline", argv0, sizeof(argv0));
+	ef_proc_line("comm", comm, sizeof(comm));
+	ef_proc_line("cmdline", argv0, sizeof(argv0));
 	ef_str(&line, prefix);
 	atomic_store_explicit(&selected, ef_program_selected(only, skip, comm, argv0, &line),
 			      memory_order_relaxed);
@@ -213,26 +193,20 @@ int ef_state_set(const char *word, struct ef_buf *msg)
 	return r;
 }
 
-/* fork() copies one thread: a lock, an odd seq, a probe or a read of the
- * environment that another thread had under way would stay so forever in the
- * child. */
-static void after_fork_child(void)
+void ef_state_load(void)
+{
+	load_once();
+}
+
+/* In a fork child: only the calling thread survives, so a read of the
+ * environment, a writer's lock or an odd seq left by another thread is undone. */
+void ef_state_after_fork(void)
 {
 	int reading = READING;
 	/* The environment is read again if another thread was reading it. */
 	atomic_compare_exchange_strong(&loaded, &reading, UNREAD);
-	ef_pwait2_after_fork();
 	atomic_flag_clear(&writer);
 	uint64_t s = atomic_load(&seq);
 	if (s & 1)
 		atomic_store(&seq, s + 1);
-	ef_stats_after_fork();
-}
-
-__attribute__((constructor)) static void epollfix_init(void)
-{
-	load_once();
-	ef_real_init();
-	ef_recognize_init();
-	pthread_atfork(NULL, NULL, after_fork_child);
 }

@@ -56,15 +56,14 @@ const struct ef_text *ef_state_text(void);
 /* 0 when EPOLLFIX_ONLY or EPOLLFIX_SKIP leave this program alone. */
 int ef_state_selected(void);
 
-/* The first line of /proc/self/NAME, without stdio: comm ends in a newline,
- * cmdline's first string (argv[0]) in a NUL. Empty if it cannot be read. */
-void ef_read_proc_self(const char *name, char *buf, size_t size);
+/* Reads the environment now, unless it is read or being read (constructor). */
+void ef_state_load(void);
 
 /* getenv(name), or NULL in secure execution (AT_SECURE: setuid, setgid, file
  * capabilities), where no EPOLLFIX_* variable of the caller is read. */
 const char *ef_state_env(const char *name);
 
-/* One warning line to stderr. */
-void ef_warn_line(const struct ef_buf *line);
+/* In a fork child, before anything else runs there. */
+void ef_state_after_fork(void);
 
 #endif

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "proc.h"
 #include "real.h"
 #include "recognize.h"
 #include "state.h"
@@ -317,7 +319,7 @@ static int open_report(const char *stats_path, const char *path)
 	return fd;
 }
 
-__attribute__((destructor)) static void write_report(void)
+void ef_stats_report(void)
 {
 	char text[8192], comm[32], pwait2[128], path[PATH_MAX + 32];
 	struct ef_buf out = EF_BUF(text), pw = EF_BUF(pwait2);
@@ -336,7 +338,7 @@ __attribute__((destructor)) static void write_report(void)
 	/* A shell or sed started by a preloaded script has nothing to say. */
 	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
 		return;
-	ef_read_proc_self("comm", comm, sizeof(comm));
+	ef_proc_line("comm", comm, sizeof(comm));
 	pwait2_text(&pw);
 	char rts[128] = ""; /* stays empty when no runtime was recognised */
 	struct ef_buf rt = EF_BUF(rts);

@@ -147,6 +147,8 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		     const char *comm, const char *pwait2, const char *runtimes,
 		     struct ef_buf *out);
 
+/* Writes the report where EPOLLFIX_STATS says, if it asks for one (at exit). */
+void ef_stats_report(void);
 /* In a fork child: counts start again, so each process reports its own calls. */
 void ef_stats_after_fork(void);
 

@@ -1,0 +1,33 @@
+/* The library's life in a process: the constructor, the fork handler and the
+ * exit report's trigger. Only this file calls into every other part at once;
+ * none of them calls back, so the objects of src/ depend on each other without
+ * a cycle (scripts/check-deps checks it). */
+#include <pthread.h>
+
+#include "real.h"
+#include "recognize.h"
+#include "state.h"
+#include "stats.h"
+
+/* fork() copies one thread: a lock, an odd seq, a probe or a read of the
+ * environment that another thread had under way would stay so forever in the
+ * child. */
+static void after_fork_child(void)
+{
+	ef_state_after_fork();
+	ef_pwait2_after_fork();
+	ef_stats_after_fork();
+}
+
+__attribute__((constructor)) static void epollfix_init(void)
+{
+	ef_state_load();
+	ef_real_init();
+	ef_recognize_init();
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+__attribute__((destructor)) static void epollfix_fini(void)
+{
+	ef_stats_report();
+}
