@@ -56,7 +56,7 @@ EXPORT int epollfix_set(const char *word, char *err, size_t errlen)
 		return 0;
 	if (err && errlen) {
 		struct ef_buf out = { err, 0, errlen };
-		ef_str(&out, text);
+		ef_fmt(&out, "%s", text);
 	}
 	errno = EINVAL;
 	return -1;

@@ -8,8 +8,7 @@
 #include <stdint.h>
 
 #include "fmt.h"
-
-enum ef_log { EF_LOG_QUIET, EF_LOG_WARN, EF_LOG_DEBUG };
+#include "log.h" /* enum ef_log */
 
 enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 

@@ -113,7 +113,7 @@ static int check(const char *lib, int have_lib)
 	for (size_t i = 0; i < ef_nvars; i++) {
 		if (ef_vars[i].kind == EF_KIND_TEXT)
 			continue;
-		ef_str(ef_str(ef_str(&policy, i ? " " : ""), ef_vars[i].name), "=");
+		ef_fmt(&policy, "%s%s=", i ? " " : "", ef_vars[i].name);
 		ef_config_show(ef_config_get(&c, &ef_vars[i]), &ef_vars[i], &policy);
 	}
 	int works = ef_pwait2_usable();

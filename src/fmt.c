@@ -3,38 +3,113 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "parse.h"
+static void put(struct ef_buf *b, char c)
+{
+	if (b->len + 1 < b->cap)
+		b->p[b->len++] = c;
+}
 
-struct ef_buf *ef_str(struct ef_buf *b, const char *s)
+static void put_str(struct ef_buf *b, const char *s)
+{
+	for (; s && *s; s++)
+		put(b, *s);
+}
+
+/* The one integer formatter: decimal or hexadecimal digits of u. */
+static void put_uint(struct ef_buf *b, uint64_t u, unsigned base)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[u % base];
+		u /= base;
+	} while (u);
+	while (n)
+		put(b, tmp[--n]);
+}
+
+struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt, va_list ap)
 {
 	if (!b->cap)
 		return b;
-	for (; s && *s && b->len + 1 < b->cap; s++)
-		b->p[b->len++] = *s;
+	for (const char *f = fmt; *f; f++) {
+		if (*f != '%' || !f[1]) {
+			put(b, *f);
+			continue;
+		}
+		const char *start = f++;
+		int size = 0; /* 0: int, 1: long, 2: long long, 3: size_t, 4: intmax_t */
+		if (*f == 'h') {
+			while (*f == 'h')
+				f++;
+		} else if (*f == 'l') {
+			size = f[1] == 'l' ? 2 : 1;
+			f += size;
+		} else if (*f == 'z' || *f == 'j') {
+			size = *f++ == 'z' ? 3 : 4;
+		}
+		switch (*f) {
+		case 's':
+			put_str(b, va_arg(ap, const char *));
+			break;
+		case 'c':
+			put(b, (char)va_arg(ap, int));
+			break;
+		case 'd':
+		case 'i': {
+			int64_t v = size == 0   ? va_arg(ap, int)
+				    : size == 1 ? va_arg(ap, long)
+				    : size == 2 ? va_arg(ap, long long)
+				    : size == 3 ? (int64_t)va_arg(ap, ssize_t)
+						: va_arg(ap, intmax_t);
+			if (v < 0)
+				put(b, '-');
+			put_uint(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 10);
+			break;
+		}
+		case 'u':
+		case 'x': {
+			uint64_t v = size == 0   ? va_arg(ap, unsigned)
+				     : size == 1 ? va_arg(ap, unsigned long)
+				     : size == 2 ? va_arg(ap, unsigned long long)
+				     : size == 3 ? va_arg(ap, size_t)
+						 : va_arg(ap, uintmax_t);
+			put_uint(b, v, *f == 'x' ? 16 : 10);
+			break;
+		}
+		case '%':
+			put(b, '%');
+			break;
+		default: /* not ours: shown as written, so the mistake is visible */
+			for (; start <= f && *start; start++)
+				put(b, *start);
+			if (!*f)
+				f--;
+		}
+	}
 	b->p[b->len] = '\0';
 	return b;
 }
 
-struct ef_buf *ef_int(struct ef_buf *b, int64_t v)
+struct ef_buf *ef_fmt(struct ef_buf *b, const char *fmt, ...)
 {
-	char tmp[24];
-	int n = sizeof(tmp) - 1;
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	va_list ap;
 
-	tmp[n] = '\0';
-	do {
-		tmp[--n] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		tmp[--n] = '-';
-	return ef_str(b, tmp + n);
+	va_start(ap, fmt);
+	ef_vfmt(b, fmt, ap);
+	va_end(ap);
+	return b;
 }
 
-struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns)
+struct ef_buf *ef_str(struct ef_buf *b, const char *s)
 {
-	char tmp[32];
-	return ef_str(b, ef_format_duration(ns, tmp, sizeof(tmp)));
+	return ef_fmt(b, "%s", s);
+}
+
+struct ef_buf *ef_int(struct ef_buf *b, int64_t v)
+{
+	return ef_fmt(b, "%" PRId64, v);
 }
 
 void ef_buf_write(const struct ef_buf *b, int fd)

@@ -1,11 +1,16 @@
-/* A bounded text builder on caller-owned memory. The wait path, constructors and
- * the exit report format with it instead of stdio: it never allocates, never
- * locks and is safe before libc's stdio is usable. */
+/* The one formatter: printf's format strings on caller-owned memory. The wait
+ * path, constructors, the exit report and the command format with it instead
+ * of stdio: it never allocates, never locks, reads no locale and is safe
+ * before libc's stdio is usable. */
 #ifndef EPOLLFIX_FMT_H
 #define EPOLLFIX_FMT_H
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "parse.h"
 
 struct ef_buf {
 	char *p;
@@ -14,9 +19,25 @@ struct ef_buf {
 
 #define EF_BUF(array) ((struct ef_buf){ .p = (array), .len = 0, .cap = sizeof(array) })
 
+/* Appends the formatted text to b; returns b. A subset of printf, so the
+ * compiler checks every call's arguments: %s (NULL writes nothing), %c, %d,
+ * %i, %u and %x with the length modifiers h, l, ll, z and j (so PRId64 and
+ * PRIu64 work), and %%. No width, precision or flags; an unknown conversion is
+ * copied as it stands. A duration is a %s argument, EF_DUR(ns). */
+__attribute__((format(printf, 2, 3))) struct ef_buf *ef_fmt(struct ef_buf *b, const char *fmt, ...);
+__attribute__((format(printf, 2, 0))) struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt,
+							     va_list ap);
+
+/* ns as a user writes it ("50us", "1.5ms"; parse.h's ef_format_duration), in
+ * storage that lasts until the end of the enclosing block: for one %s. */
+#define EF_DUR(ns) ef_format_duration((ns), (char[EF_DUR_SIZE]){ 0 }, EF_DUR_SIZE)
+#define EF_DUR_SIZE 32 /* "-9223372036.854775807s" and its NUL fit */
+
+/* The builders config.c still uses; ef_fmt writes the same text. */
 struct ef_buf *ef_str(struct ef_buf *b, const char *s);
 struct ef_buf *ef_int(struct ef_buf *b, int64_t v);
 struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns);
+
 /* Writes the whole buffer to fd with one write(2) where possible, keeping errno. */
 void ef_buf_write(const struct ef_buf *b, int fd);
 

@@ -91,19 +91,13 @@ static void debug_line(enum ef_call call, int epfd, int timeout, struct ef_decis
 	static const char *const what[] = { "passed through", "passed through (1ms meant)",
 					    "upgraded to ", "clamped to ",
 					    "clamped (no epoll_pwait2) to " };
-	char text[256];
-	struct ef_buf b = EF_BUF(text);
+	char ms[16] = "";
 
-	ef_str(ef_int(ef_str(&b, "epollfix["), (long)getpid()), "] ");
-	ef_str(&b, call == EF_CALL_WAIT ? "epoll_wait(epfd=" : "epoll_pwait(epfd=");
-	ef_str(ef_int(ef_str(ef_int(&b, epfd), ", timeout="), timeout), "ms) ");
-	ef_str(&b, what[d.action]);
-	if (d.action == EF_UPGRADE || d.action == EF_CLAMP)
-		ef_dur(&b, d.wait_ns);
-	else if (d.action == EF_CLAMP_MS)
-		ef_str(ef_int(&b, d.timeout_ms), "ms");
-	ef_str(ef_int(ef_str(&b, " = "), r), "\n");
-	ef_warn_line(&b);
+	if (d.action == EF_CLAMP_MS)
+		ef_fmt(&EF_BUF(ms), "%dms", d.timeout_ms);
+	ef_log(EF_LOG_DEBUG, "%s(epfd=%d, timeout=%dms) %s%s = %d",
+	       call == EF_CALL_WAIT ? "epoll_wait" : "epoll_pwait", epfd, timeout, what[d.action],
+	       d.action == EF_UPGRADE || d.action == EF_CLAMP ? EF_DUR(d.wait_ns) : ms, r);
 }
 
 static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
@@ -169,7 +163,7 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	if (ef_rounded_up(&c, timeout))
 		ef_stats_site(ra, ef_site_of(t, ra), d, in.caller == EF_CALLER_GENUINE);
 	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
-	if (c.log >= EF_LOG_DEBUG)
+	if (ef_log_on(EF_LOG_DEBUG))
 		debug_line(call, epfd, timeout, d, r);
 	errno = err;
 	return r;

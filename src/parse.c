@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "fmt.h"
+
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Accumulates decimal digits into *acc, refusing to pass limit. */
@@ -94,36 +96,19 @@ enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_n
 	return EF_PARSE_OK;
 }
 
-/* Appends the decimal form of v (v >= 0) to buf at *pos, bounded by size. */
-static void put_uint(char *buf, size_t size, size_t *pos, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n && *pos + 1 < size)
-		buf[(*pos)++] = tmp[--n];
-}
-
 char *ef_format_duration(int64_t ns, char *buf, size_t size)
 {
-	size_t pos = 0;
+	struct ef_buf b = { buf, 0, size };
 	int u = 3;
 
-	if (!size)
-		return buf;
 	if (ns < 0) {
-		if (pos + 1 < size)
-			buf[pos++] = '-';
+		ef_fmt(&b, "-");
 		ns = ns == INT64_MIN ? INT64_MAX : -ns;
 	}
 	/* Largest unit whose value is at least 1, so 1500us prints as 1.5ms. */
 	while (u > 0 && ns < units[u].ns)
 		u--;
-	put_uint(buf, size, &pos, (uint64_t)(ns / units[u].ns));
+	ef_fmt(&b, "%" PRId64, ns / units[u].ns);
 	int64_t rem = ns % units[u].ns;
 	if (rem) {
 		char digits[10];
@@ -132,15 +117,17 @@ char *ef_format_duration(int64_t ns, char *buf, size_t size)
 			digits[k] = (char)('0' + rem % 10);
 		while (nd > 0 && digits[nd - 1] == '0')
 			nd--;
-		if (pos + 1 < size)
-			buf[pos++] = '.';
-		for (int k = 0; k < nd && pos + 1 < size; k++)
-			buf[pos++] = digits[k];
+		digits[nd] = '\0';
+		ef_fmt(&b, ".%s", digits);
 	}
-	for (const char *n = units[u].name; *n && pos + 1 < size; n++)
-		buf[pos++] = *n;
-	buf[pos] = '\0';
+	ef_fmt(&b, "%s", units[u].name);
 	return buf;
+}
+
+/* Here rather than in fmt.c, which uses nothing of the parser. */
+struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns)
+{
+	return ef_fmt(b, "%s", EF_DUR(ns));
 }
 
 const char *ef_parse_strerror(enum ef_parse_err err, int is_duration)

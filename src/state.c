@@ -54,6 +54,7 @@ static void publish(const struct ef_config *c)
 		atomic_store_explicit(&words[i], w[i], memory_order_relaxed);
 	atomic_store_explicit(&seq, s + 2, memory_order_release);
 	atomic_store_explicit(&ef_fast_word, fast_word_of(c), memory_order_release);
+	ef_log_set_level((enum ef_log)c->log);
 }
 
 static int snapshot(struct ef_config *c)
@@ -89,6 +90,11 @@ const char *ef_state_env(const char *name)
 	return secure_execution() ? NULL : getenv(name);
 }
 
+static void warn_line(const struct ef_buf *line)
+{
+	ef_buf_write(line, STDERR_FILENO);
+}
+
 static _Atomic int selected = 1;
 
 int ef_state_selected(void)
@@ -102,21 +108,16 @@ static void select_program(struct ef_config *c, const struct ef_text *t)
 {
 	const char *only = t->only, *skip = t->skip;
 	char comm[64], argv0[4096], text[1024];
-	struct ef_buf line = EF_BUF(text);
-	static const char prefix[] = "epollfix: ";
+	struct ef_buf msg = EF_BUF(text);
 
 	if (!*only && !*skip)
 		return;
 	ef_proc_line("comm", comm, sizeof(comm));
 	ef_proc_line("cmdline", argv0, sizeof(argv0));
-	ef_str(&line, prefix);
-	atomic_store_explicit(&selected, ef_program_selected(only, skip, comm, argv0, &line),
+	atomic_store_explicit(&selected, ef_program_selected(only, skip, comm, argv0, &msg),
 			      memory_order_relaxed);
-	if (line.len > sizeof(prefix) - 1 && c->log > EF_LOG_QUIET) {
-		if (line.len + 2 > line.cap)
-			line.len = line.cap - 2;
-		ef_warn_line(ef_str(&line, "\n"));
-	}
+	if (msg.len)
+		ef_log(EF_LOG_WARN, "%s", text);
 	if (!ef_state_selected())
 		c->disable = 1;
 }
@@ -137,7 +138,8 @@ static int load_once(void)
 		struct ef_config c;
 		static struct ef_origin origin; /* only the command shows it */
 		const char *file;
-		ef_config_load(&c, &text, &origin, &file, ef_state_env, ef_warn_line);
+		ef_config_load(&c, &text, &origin, &file, ef_state_env, warn_line);
+		ef_log_set_level((enum ef_log)c.log);
 		/* Secure execution writes no report, not even one the system file
 		 * asks for: its path would be a root-owned file that the program's
 		 * caller could then make the program append to. */
@@ -169,18 +171,18 @@ int ef_state_set(const char *word, struct ef_buf *msg)
 	struct ef_config c;
 
 	if (!eq || (size_t)(eq - word) >= sizeof(key)) {
-		ef_str(ef_str(ef_str(msg, "'"), word ? word : ""), "' is not key=value");
+		ef_fmt(msg, "'%s' is not key=value", word ? word : "");
 		return -1;
 	}
 	memcpy(key, word, (size_t)(eq - word));
 	key[eq - word] = '\0';
 	const struct ef_var *v = ef_var_find(key);
 	if (!v) {
-		ef_str(ef_str(ef_str(msg, "'"), key), "' is not a setting of epollfix");
+		ef_fmt(msg, "'%s' is not a setting of epollfix", key);
 		return -1;
 	}
 	if (atomic_load_explicit(&loaded, memory_order_acquire) != READY && !load_once()) {
-		ef_str(msg, "the configuration is still being read");
+		ef_fmt(msg, "the configuration is still being read");
 		return -1;
 	}
 	while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))

@@ -83,7 +83,7 @@ void ef_stats_after_fork(void)
 
 static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
 {
-	return ef_str(ef_str(ef_str(ef_int(ef_str(b, "epollfix["), pid), "] "), key), ": ");
+	return ef_fmt(b, "epollfix[%ld] %s: ", pid, key);
 }
 
 void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
@@ -92,52 +92,41 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 {
 	const uint64_t *k = t->by_class;
 
-	ef_str(ef_str(line(out, pid, "report"), comm), "\n");
-	ef_str(ef_int(ef_str(ef_int(ef_str(ef_int(line(out, pid, "calls"),
-						   (int64_t)(t->calls[EF_CALL_WAIT] + t->calls[EF_CALL_PWAIT])),
-					    " (epoll_wait "), (int64_t)t->calls[EF_CALL_WAIT]),
-			     ", epoll_pwait "), (int64_t)t->calls[EF_CALL_PWAIT]), ")\n");
-	line(out, pid, "by timeout");
-	ef_int(ef_str(out, "negative "), (int64_t)k[EF_T_NEGATIVE]);
-	ef_int(ef_str(out, ", 0 "), (int64_t)k[EF_T_ZERO]);
-	ef_int(ef_str(out, ", 1ms "), (int64_t)k[EF_T_ONE_MS]);
+	ef_fmt(line(out, pid, "report"), "%s\n", comm);
+	ef_fmt(line(out, pid, "calls"), "%" PRIu64 " (epoll_wait %" PRIu64 ", epoll_pwait %" PRIu64 ")\n",
+	       t->calls[EF_CALL_WAIT] + t->calls[EF_CALL_PWAIT], t->calls[EF_CALL_WAIT],
+	       t->calls[EF_CALL_PWAIT]);
+	ef_fmt(line(out, pid, "by timeout"), "negative %" PRIu64 ", 0 %" PRIu64 ", 1ms %" PRIu64,
+	       k[EF_T_NEGATIVE], k[EF_T_ZERO], k[EF_T_ONE_MS]);
 	if (c->max_ms > 1) /* else the class is empty by definition */
-		ef_int(ef_str(ef_int(ef_str(out, ", 2.."), c->max_ms), "ms "),
-		       (int64_t)k[EF_T_UP_TO_MAX]);
-	ef_str(ef_int(ef_str(out, ", longer "), (int64_t)k[EF_T_LONGER]), "\n");
-	ef_str(ef_int(line(out, pid, "upgraded"), (int64_t)t->upgraded), "\n");
-	ef_str(ef_int(line(out, pid, "clamped"), (int64_t)t->clamped), "\n");
-	ef_str(ef_int(line(out, pid, "passed through"), (int64_t)t->passed), "\n");
-	if (c->adapt) {
-		/* What the adaptive policy recognised or learned, and when it changed its mind. */
-		ef_int(line(out, pid, "1ms left alone as meant"), (int64_t)t->genuine);
-		ef_str(ef_str(ef_str(out, " (recognised: "), *runtimes ? runtimes : "none"), "; learned: ");
-		ef_int(ef_str(ef_int(ef_str(ef_int(out, (int64_t)t->learned_genuine), " genuine, "),
-				     (int64_t)t->learned_subms),
-			      " sub-ms, "),
-		       (int64_t)t->retries);
-		ef_str(out, " tried again)\n");
-	}
-	ef_str(ef_int(line(out, pid, "fell back"), (int64_t)t->fell_back), "\n");
-	ef_str(ef_int(ef_str(ef_int(line(out, pid, "empty zero-timeout polls"), (int64_t)t->empty_zero),
-			     ", longest streak "),
-		      (int64_t)t->longest_streak),
-	       "\n");
-	ef_str(ef_str(line(out, pid, "epoll_pwait2"), pwait2), "\n");
+		ef_fmt(out, ", 2..%" PRId64 "ms %" PRIu64, c->max_ms, k[EF_T_UP_TO_MAX]);
+	ef_fmt(out, ", longer %" PRIu64 "\n", k[EF_T_LONGER]);
+	ef_fmt(line(out, pid, "upgraded"), "%" PRIu64 "\n", t->upgraded);
+	ef_fmt(line(out, pid, "clamped"), "%" PRIu64 "\n", t->clamped);
+	ef_fmt(line(out, pid, "passed through"), "%" PRIu64 "\n", t->passed);
+	if (c->adapt) /* what the adaptive policy recognised or learned, and when it changed its mind */
+		ef_fmt(line(out, pid, "1ms left alone as meant"),
+		       "%" PRIu64 " (recognised: %s; learned: %" PRIu64 " genuine, %" PRIu64
+		       " sub-ms, %" PRIu64 " tried again)\n",
+		       t->genuine, *runtimes ? runtimes : "none", t->learned_genuine, t->learned_subms,
+		       t->retries);
+	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
+	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",
+	       t->empty_zero, t->longest_streak);
+	ef_fmt(line(out, pid, "epoll_pwait2"), "%s\n", pwait2);
 	line(out, pid, "policy");
 	for (size_t i = 0; i < ef_nvars; i++) {
 		if (ef_vars[i].kind == EF_KIND_TEXT)
 			continue;
-		ef_str(ef_str(out, i ? " " : ""), ef_vars[i].name);
-		ef_str(out, "=");
+		ef_fmt(out, "%s%s=", i ? " " : "", ef_vars[i].name);
 		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
 	}
-	ef_str(out, "\n");
+	ef_fmt(out, "\n");
 	if (c->clamp_ns == 0 && t->longest_streak >= HINT_STREAK)
-		ef_str(ef_str(ef_int(ef_str(line(out, pid, "hint"), "a busy loop of "),
-				     (int64_t)t->longest_streak),
-			      " empty zero-timeout polls in a row ran while the clamp was off;"),
-		       " EPOLLFIX_CLAMP=1ms would let it sleep\n");
+		ef_fmt(line(out, pid, "hint"),
+		       "a busy loop of %" PRIu64 " empty zero-timeout polls in a row ran while the clamp"
+		       " was off; EPOLLFIX_CLAMP=1ms would let it sleep\n",
+		       t->longest_streak);
 }
 
 /* ---- Call sites --------------------------------------------------------------- */
@@ -252,20 +241,19 @@ static void pwait2_text(struct ef_buf *b)
 	int why;
 	switch (ef_pwait2_state(&why)) {
 	case EF_PW2_OK:
-		ef_str(b, "available");
+		ef_fmt(b, "available");
 		break;
 	case EF_PW2_NO:
-		ef_str(b, "unavailable (");
 		if (why < 0)
-			ef_str(ef_int(ef_str(b, "a probe was killed by signal "), -why), ")");
+			ef_fmt(b, "unavailable (a probe was killed by signal %d)", -why);
 		else
-			ef_str(ef_str(b, why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
-					   : why == EPERM ? "EPERM: refused by a seccomp filter"
-							  : strerror(why)),
-			       ")");
+			ef_fmt(b, "unavailable (%s)",
+			       why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
+			       : why == EPERM ? "EPERM: refused by a seccomp filter"
+					      : strerror(why));
 		break;
 	default:
-		ef_str(b, "not probed (no call needed it)");
+		ef_fmt(b, "not probed (no call needed it)");
 	}
 }
 
@@ -274,23 +262,18 @@ static void expand_path(const char *stats_path, char *dst, size_t size, long pid
 {
 	struct ef_buf b = { dst, 0, size };
 	for (const char *p = stats_path; *p; p++) {
-		char one[2] = { *p, '\0' };
 		if (p[0] == '%' && p[1] == 'p') {
-			ef_int(&b, pid);
+			ef_fmt(&b, "%ld", pid);
 			p++;
 		} else {
-			ef_str(&b, one);
+			ef_fmt(&b, "%c", *p);
 		}
 	}
 }
 
 static void refused(const char *stats_path, const char *why)
 {
-	char warn[PATH_MAX + 128];
-	struct ef_buf w = EF_BUF(warn);
-	ef_str(ef_str(ef_str(ef_str(ef_str(&w, "epollfix: EPOLLFIX_STATS='"), stats_path), "' "), why),
-	       "; the report goes to stderr\n");
-	ef_warn_line(&w);
+	ef_log(EF_LOG_WARN, "EPOLLFIX_STATS='%s' %s; the report goes to stderr", stats_path, why);
 }
 
 /* The report file, or stderr. It can neither hang the exit nor be redirected:
@@ -306,8 +289,7 @@ static int open_report(const char *stats_path, const char *path)
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		char why[128];
-		struct ef_buf b = EF_BUF(why);
-		ef_str(ef_str(ef_str(&b, "cannot be opened ("), strerror(errno)), ")");
+		ef_fmt(&EF_BUF(why), "cannot be opened (%s)", strerror(errno));
 		refused(stats_path, why);
 		return STDERR_FILENO;
 	}
@@ -344,7 +326,7 @@ void ef_stats_report(void)
 	struct ef_buf rt = EF_BUF(rts);
 	for (int i = 1; i < EF_RT_COUNT; i++)
 		if (ef_runtimes_seen() & (1u << i))
-			ef_str(ef_str(&rt, rt.len ? ", " : ""), ef_runtime_name((enum ef_runtime)i));
+			ef_fmt(&rt, "%s%s", rt.len ? ", " : "", ef_runtime_name((enum ef_runtime)i));
 	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
 	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
 		const void *ra = atomic_load_explicit(&ef_site_rows[i].ra, memory_order_acquire);

@@ -157,6 +157,20 @@ report_value() {
 	assert_equal "$(report_value calls)" "135 (epoll_wait 135, epoll_pwait 0)"
 }
 
+@test "EPOLLFIX_LOG=quiet silences both EPOLLFIX_STATS warnings; the report still goes to stderr" {
+	long=/tmp/$(printf 'x%.0s' {1..5000})
+	for stats in /nonexistent/dir/r.%p "$long"; do
+		run --separate-stderr preload EPOLLFIX_STATS="$stats" "$EPOLLFIX_PROGS/ef-calls"
+		assert_success
+		[ "$(grep -c '^epollfix: EPOLLFIX_STATS' <<<"$stderr")" = 1 ] || fail "no warning: $stderr"
+		run --separate-stderr preload EPOLLFIX_LOG=quiet EPOLLFIX_STATS="$stats" "$EPOLLFIX_PROGS/ef-calls"
+		assert_success
+		[ "$(grep -c '^epollfix: ' <<<"$stderr")" = 0 ] || fail "quiet, yet: $stderr"
+		output=$stderr
+		assert_equal "$(report_value calls)" "135 (epoll_wait 135, epoll_pwait 0)"
+	done
+}
+
 @test "bad clamp values warn and the program runs unclamped" {
 	run --separate-stderr preload EPOLLFIX_CLAMP=soon "$EPOLLFIX_PROGS/ef-busy" --seconds 0.3
 	assert_success
