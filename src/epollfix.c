@@ -14,6 +14,7 @@
 #include "config.h"
 #include "epollfix.h"
 #include "real.h"
+#include "report.h"
 #include "sysconf.h"
 
 #define EXIT_USAGE 2
@@ -110,25 +111,15 @@ static int check(const char *lib, int have_lib)
 	uname(&u);
 	enum ef_file_state fs =
 		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv, print_warning);
-	for (size_t i = 0; i < ef_nvars; i++) {
-		if (ef_vars[i].kind == EF_KIND_TEXT)
-			continue;
-		ef_fmt(&policy, "%s%s=", i ? " " : "", ef_vars[i].name);
-		ef_config_show(ef_config_get(&c, &ef_vars[i]), &ef_vars[i], &policy);
-	}
+	ef_policy_line(&c, &policy);
 	int works = ef_pwait2_usable();
+	char reason[128];
 	ef_pwait2_state(&why);
+	ef_pwait2_why(why, &EF_BUF(reason));
 	printf("epollfix %s\n", EPOLLFIX_VERSION);
 	printf("library:      %s%s\n", lib, have_lib ? "" : " (missing)");
 	printf("kernel:       %s %s (epoll_pwait2 needs 5.11 or later)\n", u.sysname, u.release);
-	printf("epoll_pwait2: ");
-	if (works)
-		printf("works\n");
-	else if (why < 0)
-		printf("no: a probe was killed by signal %d (a seccomp filter)\n", -why);
-	else
-		printf("no: %s (%s)\n", strerror(why),
-		       why == ENOSYS ? "kernel before 5.11, or a filter" : "refused by a seccomp filter");
+	printf("epoll_pwait2: %s%s\n", works ? "works" : "no: ", works ? "" : reason);
 	printf("policy:       %s\n", text);
 	printf("stats:        %s\n", *t.stats ? t.stats : "off");
 	if (*t.only)

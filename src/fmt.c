@@ -39,15 +39,16 @@ struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt, va_list ap)
 			continue;
 		}
 		const char *start = f++;
-		int size = 0; /* 0: int, 1: long, 2: long long, 3: size_t, 4: intmax_t */
+		int size = 0; /* 0: int, 1: long, 2: long long, 3: size_t, 4: intmax_t, 5: ptrdiff_t */
 		if (*f == 'h') {
 			while (*f == 'h')
 				f++;
 		} else if (*f == 'l') {
 			size = f[1] == 'l' ? 2 : 1;
 			f += size;
-		} else if (*f == 'z' || *f == 'j') {
-			size = *f++ == 'z' ? 3 : 4;
+		} else if (*f == 'z' || *f == 'j' || *f == 't') {
+			size = *f == 'z' ? 3 : *f == 'j' ? 4 : 5;
+			f++;
 		}
 		switch (*f) {
 		case 's':
@@ -62,7 +63,8 @@ struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt, va_list ap)
 				    : size == 1 ? va_arg(ap, long)
 				    : size == 2 ? va_arg(ap, long long)
 				    : size == 3 ? (int64_t)va_arg(ap, ssize_t)
-						: va_arg(ap, intmax_t);
+				    : size == 4 ? va_arg(ap, intmax_t)
+						: (int64_t)va_arg(ap, ptrdiff_t);
 			if (v < 0)
 				put(b, '-');
 			put_uint(b, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 10);
@@ -74,7 +76,8 @@ struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt, va_list ap)
 				     : size == 1 ? va_arg(ap, unsigned long)
 				     : size == 2 ? va_arg(ap, unsigned long long)
 				     : size == 3 ? va_arg(ap, size_t)
-						 : va_arg(ap, uintmax_t);
+				     : size == 4 ? va_arg(ap, uintmax_t)
+						 : (uint64_t)va_arg(ap, ptrdiff_t);
 			put_uint(b, v, *f == 'x' ? 16 : 10);
 			break;
 		}

@@ -21,8 +21,8 @@ struct ef_buf {
 
 /* Appends the formatted text to b; returns b. A subset of printf, so the
  * compiler checks every call's arguments: %s (NULL writes nothing), %c, %d,
- * %i, %u and %x with the length modifiers h, l, ll, z and j (so PRId64 and
- * PRIu64 work), and %%. No width, precision or flags; an unknown conversion is
+ * %i, %u and %x with the length modifiers h, l, ll, z, j and t (so PRId64
+ * and PRIu64 work), and %%. No width, precision or flags; an unknown conversion is
  * copied as it stands. A duration is a %s argument, EF_DUR(ns). */
 __attribute__((format(printf, 2, 3))) struct ef_buf *ef_fmt(struct ef_buf *b, const char *fmt, ...);
 __attribute__((format(printf, 2, 0))) struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt,

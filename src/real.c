@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -12,6 +11,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "proc.h"
 
 #ifndef SYS_epoll_pwait2
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
@@ -102,14 +103,8 @@ static int probe_answer(void)
 static int seccomp_mode(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ef_proc_read("status", buf, sizeof(buf)) < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	char *p = strstr(buf, "Seccomp:");
 	if (!p)
 		return -1;

@@ -14,6 +14,7 @@
 #include "proc.h"
 #include "real.h"
 #include "recognize.h"
+#include "report.h"
 #include "state.h"
 
 struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
@@ -78,57 +79,6 @@ void ef_stats_after_fork(void)
 			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
 }
 
-/* A busy loop this long, with the clamp off, earns a hint in the report. */
-#define HINT_STREAK 1000
-
-static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
-{
-	return ef_fmt(b, "epollfix[%ld] %s: ", pid, key);
-}
-
-void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, const char *runtimes,
-		     struct ef_buf *out)
-{
-	const uint64_t *k = t->by_class;
-
-	ef_fmt(line(out, pid, "report"), "%s\n", comm);
-	ef_fmt(line(out, pid, "calls"), "%" PRIu64 " (epoll_wait %" PRIu64 ", epoll_pwait %" PRIu64 ")\n",
-	       t->calls[EF_CALL_WAIT] + t->calls[EF_CALL_PWAIT], t->calls[EF_CALL_WAIT],
-	       t->calls[EF_CALL_PWAIT]);
-	ef_fmt(line(out, pid, "by timeout"), "negative %" PRIu64 ", 0 %" PRIu64 ", 1ms %" PRIu64,
-	       k[EF_T_NEGATIVE], k[EF_T_ZERO], k[EF_T_ONE_MS]);
-	if (c->max_ms > 1) /* else the class is empty by definition */
-		ef_fmt(out, ", 2..%" PRId64 "ms %" PRIu64, c->max_ms, k[EF_T_UP_TO_MAX]);
-	ef_fmt(out, ", longer %" PRIu64 "\n", k[EF_T_LONGER]);
-	ef_fmt(line(out, pid, "upgraded"), "%" PRIu64 "\n", t->upgraded);
-	ef_fmt(line(out, pid, "clamped"), "%" PRIu64 "\n", t->clamped);
-	ef_fmt(line(out, pid, "passed through"), "%" PRIu64 "\n", t->passed);
-	if (c->adapt) /* what the adaptive policy recognised or learned, and when it changed its mind */
-		ef_fmt(line(out, pid, "1ms left alone as meant"),
-		       "%" PRIu64 " (recognised: %s; learned: %" PRIu64 " genuine, %" PRIu64
-		       " sub-ms, %" PRIu64 " tried again)\n",
-		       t->genuine, *runtimes ? runtimes : "none", t->learned_genuine, t->learned_subms,
-		       t->retries);
-	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
-	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",
-	       t->empty_zero, t->longest_streak);
-	ef_fmt(line(out, pid, "epoll_pwait2"), "%s\n", pwait2);
-	line(out, pid, "policy");
-	for (size_t i = 0; i < ef_nvars; i++) {
-		if (ef_vars[i].kind == EF_KIND_TEXT)
-			continue;
-		ef_fmt(out, "%s%s=", i ? " " : "", ef_vars[i].name);
-		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
-	}
-	ef_fmt(out, "\n");
-	if (c->clamp_ns == 0 && t->longest_streak >= HINT_STREAK)
-		ef_fmt(line(out, pid, "hint"),
-		       "a busy loop of %" PRIu64 " empty zero-timeout polls in a row ran while the clamp"
-		       " was off; EPOLLFIX_CLAMP=1ms would let it sleep\n",
-		       t->longest_streak);
-}
-
 /* ---- Call sites --------------------------------------------------------------- */
 
 struct ef_site_row ef_site_rows[EF_SITE_ROWS];
@@ -179,83 +129,8 @@ void ef_stats_site_ended(const void *ra)
 		atomic_fetch_add_explicit(&row->runs, 1, memory_order_relaxed);
 }
 
-/* n / d with two decimals, as "1.23". */
-static void ratio(struct ef_buf *b, uint64_t n, uint64_t d)
-{
-	uint64_t x100 = d ? (n * 100 + d / 2) / d : 0;
-	ef_int(b, (int64_t)(x100 / 100));
-	ef_str(b, x100 % 100 < 10 ? ".0" : ".");
-	ef_int(b, (int64_t)(x100 % 100));
-}
-
-void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
-			  const char *where, struct ef_buf *out)
-{
-	unsigned f = atomic_load_explicit(&row->flags, memory_order_relaxed);
-	uint64_t up = atomic_load_explicit(&row->upgraded, memory_order_relaxed);
-	uint64_t runs = atomic_load_explicit(&row->runs, memory_order_relaxed);
-	uint64_t alone = atomic_load_explicit(&row->alone, memory_order_relaxed);
-	uint64_t ms = atomic_load_explicit(&row->wait_ns, memory_order_relaxed) / 1000000;
-
-	ef_str(ef_str(line(out, pid, "site"), where), ": ");
-	if (f & EF_SF_RECOGNISED) {
-		ef_str(ef_int(ef_str(out, "a runtime whose 1 ms is genuine; "), (int64_t)alone),
-		       " waits left alone (EPOLLFIX_ADAPT=off would upgrade them)\n");
-		return;
-	}
-	/* A site whose runs end, and that once sent a stream that did not, is
-	 * shown by what it mostly does: its runs. */
-	unsigned endless = (f & EF_SF_ENDLESS) && !(f & EF_SF_ENDS);
-	ef_str(out, f & EF_SF_ENDS ? "runs of requests that end"
-		    : endless	   ? "a stream of 1 ms requests that never ends"
-				   : "no run ended yet");
-	ef_str(out, f & EF_SF_PROVEN ? " (sub-ms deadlines seen); " : "; ");
-	ef_str(ef_int(out, (int64_t)up), " waits upgraded");
-	if ((f & EF_SF_ENDS) && runs) {
-		ef_str(ef_int(ef_str(out, " for "), (int64_t)runs), " deadlines (");
-		ratio(out, up, runs);
-		ef_str(out, " per deadline)");
-	}
-	if (endless && ms) {
-		ef_str(out, ", ");
-		ratio(out, up, ms);
-		ef_str(out, " per ms asked");
-	}
-	if (alone)
-		ef_str(ef_int(ef_str(out, ", "), (int64_t)alone), " left alone");
-	if (f & EF_SF_BACKED_OFF)
-		ef_str(out, "; now left alone as genuine");
-	else if (endless && c->adapt == 1)
-		ef_str(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
-			    "alone: right for a loop that means its 1 ms)");
-	else if (f & EF_SF_ENDS)
-		ef_str(out, "; first waits go to the predicted deadline (EPOLLFIX_ADAPT=off polls in "
-			    "SUBMS steps instead)");
-	ef_str(out, "\n");
-}
-
 /* ---- At exit ---------------------------------------------------------------- */
 
-static void pwait2_text(struct ef_buf *b)
-{
-	int why;
-	switch (ef_pwait2_state(&why)) {
-	case EF_PW2_OK:
-		ef_fmt(b, "available");
-		break;
-	case EF_PW2_NO:
-		if (why < 0)
-			ef_fmt(b, "unavailable (a probe was killed by signal %d)", -why);
-		else
-			ef_fmt(b, "unavailable (%s)",
-			       why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
-			       : why == EPERM ? "EPERM: refused by a seccomp filter"
-					      : strerror(why));
-		break;
-	default:
-		ef_fmt(b, "not probed (no call needed it)");
-	}
-}
 
 /* "%p" becomes the pid, so each process of a forking program has its own file. */
 static void expand_path(const char *stats_path, char *dst, size_t size, long pid)
@@ -321,7 +196,9 @@ void ef_stats_report(void)
 	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
 		return;
 	ef_proc_line("comm", comm, sizeof(comm));
-	pwait2_text(&pw);
+	int why;
+	enum ef_pwait2_state pw2 = ef_pwait2_state(&why);
+	ef_pwait2_line(pw2, why, &pw);
 	char rts[128] = ""; /* stays empty when no runtime was recognised */
 	struct ef_buf rt = EF_BUF(rts);
 	for (int i = 1; i < EF_RT_COUNT; i++)
@@ -337,13 +214,12 @@ void ef_stats_report(void)
 			break;
 		if (dladdr(ra, &info) && info.dli_fname) {
 			const char *slash = strrchr(info.dli_fname, '/');
-			ef_str(&w, slash ? slash + 1 : *info.dli_fname ? info.dli_fname : comm);
+			ef_fmt(&w, "%s", slash ? slash + 1 : *info.dli_fname ? info.dli_fname : comm);
 			if (info.dli_sname && info.dli_saddr)
-				ef_int(ef_str(ef_str(ef_str(&w, " ("), info.dli_sname), "+"),
-				       (int64_t)((const char *)ra - (const char *)info.dli_saddr));
-			ef_str(&w, info.dli_sname && info.dli_saddr ? ")" : "");
+				ef_fmt(&w, " (%s+%td)", info.dli_sname,
+				       (const char *)ra - (const char *)info.dli_saddr);
 		} else {
-			ef_str(&w, "?");
+			ef_fmt(&w, "?");
 		}
 		ef_stats_format_site(&ef_site_rows[i], &c, pid, where, &out);
 	}

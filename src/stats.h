@@ -123,10 +123,6 @@ void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decisio
 /* A run of requests from ra ended (ef_decision.ended). */
 void ef_stats_site_ended(const void *ra);
 
-/* One row as the report shows it ("where" names the object and symbol). */
-void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
-			  const char *where, struct ef_buf *out);
-
 /* The report's figures, summed over all slots. */
 struct ef_totals {
 	uint64_t calls[EF_CALL_COUNT];
@@ -139,13 +135,6 @@ struct ef_totals {
 void ef_stats_learned(struct ef_slot *s, int learned);
 
 void ef_stats_sum(struct ef_totals *t);
-
-/* The report, pure: every line starts with "epollfix[pid] ". pwait2 is
- * "available" or why it is not used; runtimes names the event loops
- * recognised ("libuv, nginx"), or is empty. */
-void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, const char *runtimes,
-		     struct ef_buf *out);
 
 /* Writes the report where EPOLLFIX_STATS says, if it asks for one (at exit). */
 void ef_stats_report(void);

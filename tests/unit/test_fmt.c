@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,8 +22,8 @@ Test(fmt, conversions_write_what_printf_writes)
 		 (size_t)9, (intmax_t)-3, (short)5);
 	cr_assert_str_eq(text, want);
 	cr_assert_eq(b.len, strlen(want));
-	ef_fmt(&b, " %" PRId64 " %" PRIu64, INT64_MAX, UINT64_MAX);
-	cr_assert(strstr(text, "| 9223372036854775807 18446744073709551615"));
+	ef_fmt(&b, " %" PRId64 " %" PRIu64 " %td", INT64_MAX, UINT64_MAX, (ptrdiff_t)-12);
+	cr_assert(strstr(text, "| 9223372036854775807 18446744073709551615 -12"));
 }
 
 Test(fmt, durations_as_the_parser_reads_them)

@@ -1,0 +1,136 @@
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct ef_buf *ef_policy_line(const struct ef_config *c, struct ef_buf *out)
+{
+	for (size_t i = 0; i < ef_nvars; i++) {
+		if (ef_vars[i].kind == EF_KIND_TEXT)
+			continue;
+		ef_fmt(out, "%s%s=", i ? " " : "", ef_vars[i].name);
+		ef_config_show(ef_config_get(c, &ef_vars[i]), &ef_vars[i], out);
+	}
+	return out;
+}
+
+struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
+{
+	if (why < 0)
+		return ef_fmt(out, "a probe was killed by signal %d", -why);
+	return ef_fmt(out, "%s",
+		      why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
+		      : why == EPERM ? "EPERM: refused by a seccomp filter"
+				     : strerror(why));
+}
+
+struct ef_buf *ef_pwait2_line(enum ef_pwait2_state state, int why, struct ef_buf *out)
+{
+	switch (state) {
+	case EF_PW2_OK:
+		return ef_fmt(out, "available");
+	case EF_PW2_NO:
+		return ef_fmt(ef_pwait2_why(why, ef_fmt(out, "unavailable (")), ")");
+	default:
+		return ef_fmt(out, "not probed (no call needed it)");
+	}
+}
+
+/* A busy loop this long, with the clamp off, earns a hint in the report. */
+#define HINT_STREAK 1000
+
+static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
+{
+	return ef_fmt(b, "epollfix[%ld] %s: ", pid, key);
+}
+
+void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
+		     const char *comm, const char *pwait2, const char *runtimes,
+		     struct ef_buf *out)
+{
+	const uint64_t *k = t->by_class;
+
+	ef_fmt(line(out, pid, "report"), "%s\n", comm);
+	ef_fmt(line(out, pid, "calls"), "%" PRIu64 " (epoll_wait %" PRIu64 ", epoll_pwait %" PRIu64 ")\n",
+	       t->calls[EF_CALL_WAIT] + t->calls[EF_CALL_PWAIT], t->calls[EF_CALL_WAIT],
+	       t->calls[EF_CALL_PWAIT]);
+	ef_fmt(line(out, pid, "by timeout"), "negative %" PRIu64 ", 0 %" PRIu64 ", 1ms %" PRIu64,
+	       k[EF_T_NEGATIVE], k[EF_T_ZERO], k[EF_T_ONE_MS]);
+	if (c->max_ms > 1) /* else the class is empty by definition */
+		ef_fmt(out, ", 2..%" PRId64 "ms %" PRIu64, c->max_ms, k[EF_T_UP_TO_MAX]);
+	ef_fmt(out, ", longer %" PRIu64 "\n", k[EF_T_LONGER]);
+	ef_fmt(line(out, pid, "upgraded"), "%" PRIu64 "\n", t->upgraded);
+	ef_fmt(line(out, pid, "clamped"), "%" PRIu64 "\n", t->clamped);
+	ef_fmt(line(out, pid, "passed through"), "%" PRIu64 "\n", t->passed);
+	if (c->adapt) /* what the adaptive policy recognised or learned, and when it changed its mind */
+		ef_fmt(line(out, pid, "1ms left alone as meant"),
+		       "%" PRIu64 " (recognised: %s; learned: %" PRIu64 " genuine, %" PRIu64
+		       " sub-ms, %" PRIu64 " tried again)\n",
+		       t->genuine, *runtimes ? runtimes : "none", t->learned_genuine, t->learned_subms,
+		       t->retries);
+	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
+	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",
+	       t->empty_zero, t->longest_streak);
+	ef_fmt(line(out, pid, "epoll_pwait2"), "%s\n", pwait2);
+	ef_fmt(ef_policy_line(c, line(out, pid, "policy")), "\n");
+	if (c->clamp_ns == 0 && t->longest_streak >= HINT_STREAK)
+		ef_fmt(line(out, pid, "hint"),
+		       "a busy loop of %" PRIu64 " empty zero-timeout polls in a row ran while the clamp"
+		       " was off; EPOLLFIX_CLAMP=1ms would let it sleep\n",
+		       t->longest_streak);
+}
+
+
+/* n / d with two decimals, as "1.23". */
+static void ratio(struct ef_buf *b, uint64_t n, uint64_t d)
+{
+	uint64_t x100 = d ? (n * 100 + d / 2) / d : 0;
+	ef_fmt(b, "%" PRIu64 ".%s%" PRIu64, x100 / 100, x100 % 100 < 10 ? "0" : "", x100 % 100);
+}
+
+void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
+			  const char *where, struct ef_buf *out)
+{
+	unsigned f = atomic_load_explicit(&row->flags, memory_order_relaxed);
+	uint64_t up = atomic_load_explicit(&row->upgraded, memory_order_relaxed);
+	uint64_t runs = atomic_load_explicit(&row->runs, memory_order_relaxed);
+	uint64_t alone = atomic_load_explicit(&row->alone, memory_order_relaxed);
+	uint64_t ms = atomic_load_explicit(&row->wait_ns, memory_order_relaxed) / 1000000;
+
+	ef_fmt(line(out, pid, "site"), "%s: ", where);
+	if (f & EF_SF_RECOGNISED) {
+		ef_fmt(out, "a runtime whose 1 ms is genuine; %" PRIu64
+			    " waits left alone (EPOLLFIX_ADAPT=off would upgrade them)\n",
+		       alone);
+		return;
+	}
+	/* A site whose runs end, and that once sent a stream that did not, is
+	 * shown by what it mostly does: its runs. */
+	unsigned endless = (f & EF_SF_ENDLESS) && !(f & EF_SF_ENDS);
+	ef_fmt(out, "%s%s%" PRIu64 " waits upgraded",
+	       f & EF_SF_ENDS ? "runs of requests that end"
+	       : endless      ? "a stream of 1 ms requests that never ends"
+			      : "no run ended yet",
+	       f & EF_SF_PROVEN ? " (sub-ms deadlines seen); " : "; ", up);
+	if ((f & EF_SF_ENDS) && runs) {
+		ef_fmt(out, " for %" PRIu64 " deadlines (", runs);
+		ratio(out, up, runs);
+		ef_fmt(out, " per deadline)");
+	}
+	if (endless && ms) {
+		ef_fmt(out, ", ");
+		ratio(out, up, ms);
+		ef_fmt(out, " per ms asked");
+	}
+	if (alone)
+		ef_fmt(out, ", %" PRIu64 " left alone", alone);
+	if (f & EF_SF_BACKED_OFF)
+		ef_fmt(out, "; now left alone as genuine");
+	else if (endless && c->adapt == 1)
+		ef_fmt(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
+			    "alone: right for a loop that means its 1 ms)");
+	else if (f & EF_SF_ENDS)
+		ef_fmt(out, "; first waits go to the predicted deadline (EPOLLFIX_ADAPT=off polls in "
+			    "SUBMS steps instead)");
+	ef_fmt(out, "\n");
+}
