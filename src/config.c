@@ -77,18 +77,17 @@ const char *ef_text_get(const struct ef_text *t, const struct ef_var *v)
 
 static void show_range(const struct ef_var *v, struct ef_buf *out)
 {
-	ef_str(out, " (");
 	if (v->kind == EF_KIND_DURATION)
-		ef_str(ef_dur(ef_str(ef_dur(out, v->min), " to "), v->max), ")");
+		ef_fmt(out, " (%s to %s)", EF_DUR(v->min), EF_DUR(v->max));
 	else
-		ef_str(ef_int(ef_str(ef_int(out, v->min), " to "), v->max), ")");
+		ef_fmt(out, " (%" PRId64 " to %" PRId64 ")", v->min, v->max);
 }
 
 static void show_words(const struct ef_var *v, struct ef_buf *out)
 {
-	ef_str(out, "is not one of ");
+	ef_fmt(out, "is not one of ");
 	for (const struct ef_word *w = v->words; w->word; w++)
-		ef_str(ef_str(out, w == v->words ? "" : ", "), w->word);
+		ef_fmt(out, "%s%s", w == v->words ? "" : ", ", w->word);
 }
 
 /* Sets v (a number in c, or TEXT in t) from value. On refusal nothing changes,
@@ -103,9 +102,9 @@ static int set_value(struct ef_config *c, struct ef_text *t, const struct ef_var
 	if (v->kind == EF_KIND_TEXT) {
 		size_t n = value ? strlen(value) : 0;
 		if (n > (size_t)v->max)
-			ef_str(ef_int(ef_str(why, "is longer than "), v->max), " characters");
+			ef_fmt(why, "is longer than %" PRId64 " characters", v->max);
 		else if (n < (size_t)v->min)
-			ef_str(why, "is empty");
+			ef_fmt(why, "is empty");
 		else
 			memcpy(text_at(t, v), value ? value : "", n + 1);
 		return n >= (size_t)v->min && n <= (size_t)v->max ? 0 : -1;
@@ -128,7 +127,7 @@ static int set_value(struct ef_config *c, struct ef_text *t, const struct ef_var
 		show_words(v, why);
 		return -1;
 	}
-	ef_str(why, ef_parse_strerror(err, v->kind == EF_KIND_DURATION));
+	ef_fmt(why, "%s", ef_parse_strerror(err, v->kind == EF_KIND_DURATION));
 	if (err == EF_PARSE_RANGE || err == EF_PARSE_OVERFLOW || err == EF_PARSE_NEGATIVE)
 		show_range(v, why);
 	return -1;
@@ -145,14 +144,14 @@ static void name_value(const struct ef_var *v, const char *value, struct ef_buf 
 		strcpy(start + sizeof(start) - 4, "...");
 		value = start;
 	}
-	ef_str(ef_str(ef_str(ef_str(msg, v->env), "='"), value ? value : ""), "' ");
+	ef_fmt(msg, "%s='%s' ", v->env, value ? value : "");
 }
 
 int ef_config_set(struct ef_config *c, const struct ef_var *v, const char *value,
 		  struct ef_buf *msg)
 {
 	if (v->kind == EF_KIND_TEXT) {
-		ef_str(ef_str(msg, v->env), " is read once at start-up");
+		ef_fmt(msg, "%s is read once at start-up", v->env);
 		return -1;
 	}
 	size_t mark = msg->len;
@@ -172,7 +171,7 @@ int ef_text_set(struct ef_text *t, const struct ef_var *v, const char *value,
 	size_t mark = msg->len;
 
 	if (v->kind != EF_KIND_TEXT) {
-		ef_str(ef_str(msg, v->env), " is not text");
+		ef_fmt(msg, "%s is not text", v->env);
 		return -1;
 	}
 	name_value(v, value, msg);
@@ -190,30 +189,30 @@ void ef_config_show_default(const struct ef_var *v, struct ef_buf *out)
 	if (v->kind != EF_KIND_TEXT)
 		ef_config_show(v->def, v, out);
 	else
-		ef_str(out, *v->text_def ? v->text_def : "unset");
+		ef_fmt(out, "%s", *v->text_def ? v->text_def : "unset");
 }
 
 void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out)
 {
 	for (const struct ef_word *w = v->words; w && w->word; w++)
 		if (w->value == value) {
-			ef_str(out, w->word);
+			ef_fmt(out, "%s", w->word);
 			return;
 		}
 	if (v->kind == EF_KIND_DURATION)
-		ef_dur(out, value);
+		ef_fmt(out, "%s", EF_DUR(value));
 	else
-		ef_int(out, value);
+		ef_fmt(out, "%" PRId64, value);
 }
 
 /* v's fallback, for a refused value, with "; using X" in line. */
 static void fall_back(struct ef_config *c, struct ef_text *t, const struct ef_var *v,
 		      struct ef_buf *line)
 {
-	ef_str(line, "; using ");
+	ef_fmt(line, "; using ");
 	if (v->kind == EF_KIND_TEXT) {
 		strcpy(text_at(t, v), v->text_fallback);
-		ef_str(line, *v->text_fallback ? v->text_fallback : "unset");
+		ef_fmt(line, "%s", *v->text_fallback ? v->text_fallback : "unset");
 	} else {
 		*num_at(c, v) = v->fallback;
 		ef_config_show(v->fallback, v, line);
@@ -225,7 +224,7 @@ static void send(struct ef_buf *line, void (*warn)(const struct ef_buf *line), i
 	/* Leave room for the newline even when a huge value filled the buffer. */
 	if (line->len + 2 > line->cap)
 		line->len = line->cap - 2;
-	ef_str(line, "\n");
+	ef_fmt(line, "\n");
 	if (!quiet && warn)
 		warn(line);
 }
@@ -248,7 +247,7 @@ static void load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
 	if (!value || !*value || (v->kind == EF_KIND_TEXT && !t))
 		return;
 	note(o, v, EF_FROM_ENV, 0);
-	ef_str(&line, "epollfix: ");
+	ef_fmt(&line, "epollfix: ");
 	name_value(v, value, &line);
 	if (set_value(c, t, v, value, &line) == 0)
 		return;
@@ -322,18 +321,17 @@ static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *
 		return;
 
 	/* "epollfix: FILE:N: 'the line' ": the start of every warning. */
-	ef_int(ef_str(ef_str(ef_str(&line, "epollfix: "), file), ":"), number);
-	ef_str(&line, ": '");
+	ef_fmt(&line, "epollfix: %s:%u: '", file, number);
 	size_t shown = n < 80 ? n : 80;
 	char part[84];
 	memcpy(part, p, shown);
 	strcpy(part + shown, n > shown ? "..." : "");
-	ef_str(ef_str(&line, part), "' ");
+	ef_fmt(&line, "%s' ", part);
 	if (!v || v == &ef_vars[EF_VAR_config]) {
-		ef_str(&line, !eq ? "is not key = value"
-			      : v ? "cannot name another file"
-				  : "is not a setting of epollfix");
-		ef_str(&line, "; ignored");
+		ef_fmt(&line, "%s; ignored",
+		       !eq ? "is not key = value"
+		       : v ? "cannot name another file"
+			   : "is not a setting of epollfix");
 		send(&line, warn, quiet);
 		return;
 	}
@@ -353,7 +351,7 @@ static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *
 	if (vlen < sizeof(value) && set_value(c, t, v, value, &line) == 0)
 		return;
 	if (vlen >= sizeof(value))
-		ef_str(&line, "is too long");
+		ef_fmt(&line, "is too long");
 	fall_back(c, t, v, &line);
 	send(&line, warn, quiet);
 }
@@ -380,11 +378,11 @@ void ef_config_show_origin(const struct ef_origin *o, const struct ef_var *v, co
 	size_t i = (size_t)(v - ef_vars);
 
 	if (o->from[i] == EF_FROM_FILE)
-		ef_int(ef_str(ef_str(out, file), ":"), o->line[i]);
+		ef_fmt(out, "%s:%u", file, o->line[i]);
 	else if (o->from[i] == EF_FROM_ENV)
-		ef_str(ef_str(ef_str(out, "environment ("), v->env), ")");
+		ef_fmt(out, "environment (%s)", v->env);
 	else
-		ef_str(out, "default");
+		ef_fmt(out, "default");
 }
 
 static const char *base_name(const char *path)
@@ -414,9 +412,9 @@ int ef_program_selected(const char *only, const char *skip, const char *comm,
 	int has_only = only && *only, has_skip = skip && *skip;
 
 	if (has_only && has_skip) {
-		ef_str(ef_str(ef_str(ef_str(ef_str(msg, "EPOLLFIX_ONLY='"), only), "' and EPOLLFIX_SKIP='"),
-			      skip),
-		       "' are both set; using neither and leaving this program alone");
+		ef_fmt(msg, "EPOLLFIX_ONLY='%s' and EPOLLFIX_SKIP='%s' are both set; using neither and "
+			    "leaving this program alone",
+		       only, skip);
 		return 0;
 	}
 	if (has_only)

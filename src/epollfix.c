@@ -31,7 +31,7 @@ static void usage(FILE *out)
 		char def[64], opt[64];
 		struct ef_buf b = EF_BUF(def), o = EF_BUF(opt);
 		ef_config_show_default(v, &b);
-		ef_str(ef_str(ef_str(&o, "--"), v->name), v->arg);
+		ef_fmt(&o, "--%s%s", v->name, v->arg);
 		fprintf(out, "  %-22s [%s] (%s)\n      %s\n", opt, v->env, def, v->help);
 	}
 	fprintf(out, "  --%-20s [%s=%s] the same as --%s=%s\n", EF_ALIAS_NAME,
@@ -136,7 +136,7 @@ static int check(const char *lib, int have_lib)
 		char value[64], from[EF_PATH_SIZE + 64];
 		struct ef_buf vb = EF_BUF(value), fb = EF_BUF(from);
 		if (v->kind == EF_KIND_TEXT)
-			ef_str(&vb, *ef_text_get(&t, v) ? ef_text_get(&t, v) : "unset");
+			ef_fmt(&vb, "%s", *ef_text_get(&t, v) ? ef_text_get(&t, v) : "unset");
 		else
 			ef_config_show(ef_config_get(&c, v), v, &vb);
 		ef_config_show_origin(&o, v, file, &fb);

@@ -105,16 +105,6 @@ struct ef_buf *ef_fmt(struct ef_buf *b, const char *fmt, ...)
 	return b;
 }
 
-struct ef_buf *ef_str(struct ef_buf *b, const char *s)
-{
-	return ef_fmt(b, "%s", s);
-}
-
-struct ef_buf *ef_int(struct ef_buf *b, int64_t v)
-{
-	return ef_fmt(b, "%" PRId64, v);
-}
-
 void ef_buf_write(const struct ef_buf *b, int fd)
 {
 	int saved = errno;

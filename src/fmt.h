@@ -33,11 +33,6 @@ __attribute__((format(printf, 2, 0))) struct ef_buf *ef_vfmt(struct ef_buf *b, c
 #define EF_DUR(ns) ef_format_duration((ns), (char[EF_DUR_SIZE]){ 0 }, EF_DUR_SIZE)
 #define EF_DUR_SIZE 32 /* "-9223372036.854775807s" and its NUL fit */
 
-/* The builders config.c still uses; ef_fmt writes the same text. */
-struct ef_buf *ef_str(struct ef_buf *b, const char *s);
-struct ef_buf *ef_int(struct ef_buf *b, int64_t v);
-struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns);
-
 /* Writes the whole buffer to fd with one write(2) where possible, keeping errno. */
 void ef_buf_write(const struct ef_buf *b, int fd);
 

@@ -124,12 +124,6 @@ char *ef_format_duration(int64_t ns, char *buf, size_t size)
 	return buf;
 }
 
-/* Here rather than in fmt.c, which uses nothing of the parser. */
-struct ef_buf *ef_dur(struct ef_buf *b, int64_t ns)
-{
-	return ef_fmt(b, "%s", EF_DUR(ns));
-}
-
 const char *ef_parse_strerror(enum ef_parse_err err, int is_duration)
 {
 	switch (err) {

@@ -15,7 +15,7 @@ static void refuse(struct ef_buf *line, void (*warn)(const struct ef_buf *line),
 {
 	if (line->len + 12 > line->cap)
 		line->len = line->cap - 12;
-	ef_str(line, "; ignored\n");
+	ef_fmt(line, "; ignored\n");
 	if (!quiet && warn)
 		warn(line);
 }
@@ -32,37 +32,35 @@ static ssize_t read_file(const char *path, void (*warn)(const struct ef_buf *lin
 
 	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
 		return -1;
-	ef_str(ef_str(ef_str(&line, "epollfix: "), path), " ");
+	ef_fmt(&line, "epollfix: %s ", path);
 	if (fd < 0) {
-		ef_str(ef_str(ef_str(&line, "cannot be read ("), strerror(errno)), ")");
+		ef_fmt(&line, "cannot be read (%s)", strerror(errno));
 		refuse(&line, warn, quiet);
 		return -2;
 	}
 	size_t mark = line.len;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		ef_str(&line, "is not a regular file");
+		ef_fmt(&line, "is not a regular file");
 	else if (st.st_mode & (S_IWGRP | S_IWOTH))
-		ef_str(&line, "is writable by group or others");
+		ef_fmt(&line, "is writable by group or others");
 	/* Root's, or the effective user's: a file that user owns says nothing the
 	 * user could not say through the environment, and in secure execution
 	 * (where the environment is not read, and the path is always the
 	 * sysconfdir's) the effective user owns the program already. No other
 	 * user may steer it. */
 	else if (st.st_uid != 0 && st.st_uid != geteuid())
-		ef_int(ef_str(&line, "is owned by neither root nor this process's user but by uid "),
-		       st.st_uid);
+		ef_fmt(&line, "is owned by neither root nor this process's user but by uid %u",
+		       (unsigned)st.st_uid);
 	else
 		while ((n = read(fd, file_text + len, sizeof(file_text) - 1 - (size_t)len)) != 0) {
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
-				ef_str(ef_str(ef_str(&line, "cannot be read ("), strerror(errno)), ")");
+				ef_fmt(&line, "cannot be read (%s)", strerror(errno));
 				break;
 			}
 			if ((len += n) == (ssize_t)sizeof(file_text) - 1) {
-				ef_str(ef_int(ef_str(&line, "is longer than "),
-					      (int64_t)sizeof(file_text) - 2),
-				       " bytes");
+				ef_fmt(&line, "is longer than %zu bytes", sizeof(file_text) - 2);
 				break;
 			}
 		}

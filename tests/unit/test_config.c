@@ -457,13 +457,11 @@ Test(config, example_file_shows_every_setting_at_its_default)
 		if (v == &ef_vars[EF_VAR_config])
 			continue;
 		struct ef_buf b = EF_BUF(want);
-		ef_str(ef_str(ef_str(&b, "# "), v->name), " =");
-		if (v->kind != EF_KIND_TEXT || *v->text_def)
-			ef_str(&b, " ");
+		ef_fmt(&b, "# %s =%s", v->name, v->kind != EF_KIND_TEXT || *v->text_def ? " " : "");
 		if (v->kind != EF_KIND_TEXT)
 			ef_config_show(v->def, v, &b);
 		else
-			ef_str(&b, v->text_def);
+			ef_fmt(&b, "%s", v->text_def);
 		snprintf(path, sizeof(path), "%s/doc/epollfix.conf", EF_SOURCE_DIR);
 		FILE *f = fopen(path, "r");
 		cr_assert_not_null(f);
