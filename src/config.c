@@ -219,14 +219,11 @@ static void fall_back(struct ef_config *c, struct ef_text *t, const struct ef_va
 	}
 }
 
-static void send(struct ef_buf *line, void (*warn)(const struct ef_buf *line), int quiet)
+/* Every warning of the configuration goes through the log gate, whose level
+ * the loading functions below keep to the level loaded so far. */
+static void send(const struct ef_buf *msg)
 {
-	/* Leave room for the newline even when a huge value filled the buffer. */
-	if (line->len + 2 > line->cap)
-		line->len = line->cap - 2;
-	ef_fmt(line, "\n");
-	if (!quiet && warn)
-		warn(line);
+	ef_log(EF_LOG_WARN, "%s", msg->p);
 }
 
 static void note(struct ef_origin *o, const struct ef_var *v, enum ef_from from, unsigned line)
@@ -238,8 +235,7 @@ static void note(struct ef_origin *o, const struct ef_var *v, enum ef_from from,
 }
 
 static void load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-		 const struct ef_var *v, const char *value,
-		 void (*warn)(const struct ef_buf *line), int quiet)
+		 const struct ef_var *v, const char *value)
 {
 	char text[512];
 	struct ef_buf line = EF_BUF(text);
@@ -247,35 +243,35 @@ static void load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
 	if (!value || !*value || (v->kind == EF_KIND_TEXT && !t))
 		return;
 	note(o, v, EF_FROM_ENV, 0);
-	ef_fmt(&line, "epollfix: ");
 	name_value(v, value, &line);
 	if (set_value(c, t, v, value, &line) == 0)
 		return;
 	fall_back(c, t, v, &line);
-	send(&line, warn, quiet);
+	send(&line);
 }
 
 void ef_config_apply_env(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-			 const char *(*get)(const char *name),
-			 void (*warn)(const struct ef_buf *line))
+			 const char *(*get)(const char *name))
 {
 	const struct ef_var *log = &ef_vars[EF_VAR_log];
 
-	/* The log level first: quiet must silence the warnings about the others. */
-	load(c, t, o, log, get(log->env), warn, 0);
+	/* The log level first: quiet must silence the warnings about the others.
+	 * A refused EPOLLFIX_LOG itself is always reported. */
+	ef_log_set_level(EF_LOG_WARN);
+	load(c, t, o, log, get(log->env));
+	ef_log_set_level((enum ef_log)c->log);
 	for (size_t i = 0; i < ef_nvars; i++)
 		if (&ef_vars[i] != log)
-			load(c, t, o, &ef_vars[i], get(ef_vars[i].env), warn, c->log == EF_LOG_QUIET);
+			load(c, t, o, &ef_vars[i], get(ef_vars[i].env));
 }
 
 void ef_config_from_env(struct ef_config *c, struct ef_text *t,
-			const char *(*get)(const char *name),
-			void (*warn)(const struct ef_buf *line))
+			const char *(*get)(const char *name))
 {
 	ef_config_defaults(c);
 	if (t)
 		ef_text_defaults(t);
-	ef_config_apply_env(c, t, NULL, get, warn);
+	ef_config_apply_env(c, t, NULL, get);
 }
 
 static int is_space(char ch)
@@ -288,7 +284,7 @@ static int is_space(char ch)
  * silences the warnings about every other line. */
 static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
 		      const char *file, unsigned number, const char *p, size_t n,
-		      int pass, void (*warn)(const struct ef_buf *line), int quiet)
+		      int pass)
 {
 	char key[32], value[EF_PATH_SIZE + 1], text[640];
 	struct ef_buf line = EF_BUF(text);
@@ -320,8 +316,8 @@ static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *
 	if (pass == 0 ? !is_log : is_log)
 		return;
 
-	/* "epollfix: FILE:N: 'the line' ": the start of every warning. */
-	ef_fmt(&line, "epollfix: %s:%u: '", file, number);
+	/* "FILE:N: 'the line' ": the start of every warning. */
+	ef_fmt(&line, "%s:%u: '", file, number);
 	size_t shown = n < 80 ? n : 80;
 	char part[84];
 	memcpy(part, p, shown);
@@ -332,7 +328,7 @@ static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *
 		       !eq ? "is not key = value"
 		       : v ? "cannot name another file"
 			   : "is not a setting of epollfix");
-		send(&line, warn, quiet);
+		send(&line);
 		return;
 	}
 	const char *vp = eq + 1;
@@ -353,22 +349,24 @@ static void file_line(struct ef_config *c, struct ef_text *t, struct ef_origin *
 	if (vlen >= sizeof(value))
 		ef_fmt(&line, "is too long");
 	fall_back(c, t, v, &line);
-	send(&line, warn, quiet);
+	send(&line);
 }
 
 void ef_config_from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-			 const char *file, const char *text, size_t len,
-			 void (*warn)(const struct ef_buf *line), int quiet)
+			 const char *file, const char *text, size_t len)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		unsigned number = 1;
 		for (size_t at = 0; at < len; number++) {
 			const char *nl = memchr(text + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
-			file_line(c, t, o, file, number, text + at, n, pass, warn,
-				  quiet || c->log == EF_LOG_QUIET);
+			file_line(c, t, o, file, number, text + at, n, pass);
 			at += n + 1;
 		}
+		/* The file's "log = quiet" silences its other lines; nothing in it
+		 * undoes a quiet already in force (EPOLLFIX_LOG). */
+		if (pass == 0 && c->log == EF_LOG_QUIET)
+			ef_log_set_level(EF_LOG_QUIET);
 	}
 }
 

@@ -156,28 +156,27 @@ void ef_config_show(int64_t value, const struct ef_var *v, struct ef_buf *out);
 void ef_config_show_default(const struct ef_var *v, struct ef_buf *out);
 
 /* Reads every variable through get (getenv); t, when not NULL, receives the
- * TEXT ones. Each refused value gives one line,
- * "epollfix: EPOLLFIX_X='v' <why>; using <fallback>\n", handed to warn unless
- * EPOLLFIX_LOG is quiet. Empty values count as unset. */
+ * TEXT ones. Each refused value gives one warning through ef_log (log.h),
+ * "epollfix: EPOLLFIX_X='v' <why>; using <fallback>\n", unless EPOLLFIX_LOG is
+ * quiet: the log gate's level is set from EPOLLFIX_LOG before the others are
+ * read. Empty values count as unset. */
 void ef_config_from_env(struct ef_config *c, struct ef_text *t,
-			const char *(*get)(const char *name),
-			void (*warn)(const struct ef_buf *line));
+			const char *(*get)(const char *name));
 
 /* The same over whatever c and t hold already (the system file's values), each
  * setting found noted in o (may be NULL). */
 void ef_config_apply_env(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-			 const char *(*get)(const char *name),
-			 void (*warn)(const struct ef_buf *line));
+			 const char *(*get)(const char *name));
 
 /* The system file's text (len bytes, need not end in a NUL) over c and t:
  * "key = value" lines with the runtime names (subms = 20us, only = nginx),
- * '#' comments, blank lines. A bad line gives one warning, unless quiet or the
- * file says log = quiet, and its variable's fallback:
+ * '#' comments, blank lines. A bad line gives one warning through ef_log,
+ * unless the log gate is quiet already or the file says log = quiet, and its
+ * variable's fallback:
  *   "epollfix: FILE:3: 'subms = abc' is not a duration (like 50us); using 50us\n"
  * Lines that are not settings are ignored with a warning. */
 void ef_config_from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-			 const char *file, const char *text, size_t len,
-			 void (*warn)(const struct ef_buf *line), int quiet);
+			 const char *file, const char *text, size_t len);
 
 /* Where v's value came from: "default", "FILE:3" or "environment (EPOLLFIX_X)". */
 void ef_config_show_origin(const struct ef_origin *o, const struct ef_var *v, const char *file,

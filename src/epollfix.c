@@ -92,11 +92,6 @@ static void prepend_preload(const char *lib)
 	setenv("LD_PRELOAD", both, 1);
 }
 
-static void print_warning(const struct ef_buf *line)
-{
-	fputs(line->p, stderr);
-}
-
 static int check(const char *lib, int have_lib)
 {
 	struct utsname u;
@@ -110,7 +105,7 @@ static int check(const char *lib, int have_lib)
 
 	uname(&u);
 	enum ef_file_state fs =
-		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv, print_warning);
+		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv);
 	ef_policy_line(&c, &policy);
 	int works = ef_pwait2_usable();
 	char reason[128];

@@ -90,11 +90,6 @@ const char *ef_state_env(const char *name)
 	return secure_execution() ? NULL : getenv(name);
 }
 
-static void warn_line(const struct ef_buf *line)
-{
-	ef_buf_write(line, STDERR_FILENO);
-}
-
 static _Atomic int selected = 1;
 
 int ef_state_selected(void)
@@ -138,8 +133,7 @@ static int load_once(void)
 		struct ef_config c;
 		static struct ef_origin origin; /* only the command shows it */
 		const char *file;
-		ef_config_load(&c, &text, &origin, &file, ef_state_env, warn_line);
-		ef_log_set_level((enum ef_log)c.log);
+		ef_config_load(&c, &text, &origin, &file, ef_state_env);
 		/* Secure execution writes no report, not even one the system file
 		 * asks for: its path would be a root-owned file that the program's
 		 * caller could then make the program append to. */

@@ -11,17 +11,13 @@
  * whole rather than cut in the middle of a line. */
 static char file_text[16384];
 
-static void refuse(struct ef_buf *line, void (*warn)(const struct ef_buf *line), int quiet)
+static void refuse(const struct ef_buf *line)
 {
-	if (line->len + 12 > line->cap)
-		line->len = line->cap - 12;
-	ef_fmt(line, "; ignored\n");
-	if (!quiet && warn)
-		warn(line);
+	ef_log(EF_LOG_WARN, "%s; ignored", line->p);
 }
 
 /* The file's length in file_text, or -1 (missing: silent) or -2 (refused). */
-static ssize_t read_file(const char *path, void (*warn)(const struct ef_buf *line), int quiet)
+static ssize_t read_file(const char *path)
 {
 	char text[EF_PATH_SIZE + 160];
 	struct ef_buf line = EF_BUF(text);
@@ -32,10 +28,10 @@ static ssize_t read_file(const char *path, void (*warn)(const struct ef_buf *lin
 
 	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
 		return -1;
-	ef_fmt(&line, "epollfix: %s ", path);
+	ef_fmt(&line, "%s ", path);
 	if (fd < 0) {
 		ef_fmt(&line, "cannot be read (%s)", strerror(errno));
-		refuse(&line, warn, quiet);
+		refuse(&line);
 		return -2;
 	}
 	size_t mark = line.len;
@@ -66,27 +62,26 @@ static ssize_t read_file(const char *path, void (*warn)(const struct ef_buf *lin
 		}
 	close(fd);
 	if (line.len > mark) {
-		refuse(&line, warn, quiet);
+		refuse(&line);
 		return -2;
 	}
 	return len;
 }
 
 enum ef_file_state ef_config_load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-				  const char **file, const char *(*get)(const char *name),
-				  void (*warn)(const struct ef_buf *line))
+				  const char **file, const char *(*get)(const char *name))
 {
 	const char *path = get("EPOLLFIX_CONFIG"), *log = get("EPOLLFIX_LOG");
 	/* EPOLLFIX_LOG=quiet silences the file's warnings too. */
-	int quiet = log && strcmp(log, "quiet") == 0;
+	ef_log_set_level(log && strcmp(log, "quiet") == 0 ? EF_LOG_QUIET : EF_LOG_WARN);
 
 	ef_config_defaults(c);
 	ef_text_defaults(t);
 	memset(o, 0, sizeof(*o));
 	*file = path && *path ? path : EF_SYSCONF_FILE;
-	ssize_t len = read_file(*file, warn, quiet);
+	ssize_t len = read_file(*file);
 	if (len >= 0)
-		ef_config_from_file(c, t, o, *file, file_text, (size_t)len, warn, quiet);
-	ef_config_apply_env(c, t, o, get, warn);
+		ef_config_from_file(c, t, o, *file, file_text, (size_t)len);
+	ef_config_apply_env(c, t, o, get);
 	return len >= 0 ? EF_FILE_READ : len == -1 ? EF_FILE_MISSING : EF_FILE_IGNORED;
 }

@@ -15,7 +15,6 @@ enum ef_file_state { EF_FILE_MISSING, EF_FILE_READ, EF_FILE_IGNORED };
  * group or others, or is owned by anyone but root or this process's effective
  * user is ignored with one warning. */
 enum ef_file_state ef_config_load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
-				  const char **file, const char *(*get)(const char *name),
-				  void (*warn)(const struct ef_buf *line));
+				  const char **file, const char *(*get)(const char *name));
 
 #endif

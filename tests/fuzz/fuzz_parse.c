@@ -222,7 +222,8 @@ static void check_from_env(char *text)
 		p = nl + 1;
 	}
 	warnings = 0;
-	ef_config_from_env(&c, NULL, fake_get, fake_warn);
+	ef_log_sink(fake_warn);
+	ef_config_from_env(&c, NULL, fake_get);
 	ef_config_defaults(&d);
 	size_t refused = 0;
 	for (size_t i = 0; i < ef_nvars; i++) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 
 static const char *env_names[8], *env_values[8];
 static int env_n;
@@ -34,6 +35,8 @@ static void reset(void)
 	env_n = 0;
 	warnings[0] = '\0';
 	warning_lines = 0;
+	ef_log_sink(collect); /* the log gate's lines, here instead of stderr */
+	ef_log_set_level(EF_LOG_WARN);
 }
 
 TestSuite(config, .init = reset);
@@ -41,7 +44,7 @@ TestSuite(config, .init = reset);
 Test(config, defaults)
 {
 	struct ef_config c;
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(c.disable, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 	cr_assert_eq(c.max_ms, 1);
@@ -62,7 +65,7 @@ Test(config, good_values)
 	setenv_fake("EPOLLFIX_DISABLE", "1");
 	setenv_fake("EPOLLFIX_CLAMP", "1ms");
 	setenv_fake("EPOLLFIX_LOG", "debug");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(c.subms_ns, 20000);
 	cr_assert_eq(c.max_ms, 3);
 	cr_assert_eq(c.slack_ns, -1);
@@ -76,7 +79,7 @@ Test(config, off_words)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "off");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(c.subms_ns, 0);
 }
 
@@ -84,7 +87,7 @@ Test(config, bad_value_warns_once_and_uses_default)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "abc");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(c.subms_ns, 50000);
 	cr_assert_eq(warning_lines, 1);
 	cr_assert_str_eq(warnings, "epollfix: EPOLLFIX_SUBMS='abc' is not a duration (like 50us); "
@@ -96,7 +99,7 @@ Test(config, range_is_named)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "2ms");
 	setenv_fake("EPOLLFIX_MAX_MS", "0");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(warning_lines, 2);
 	cr_assert(strstr(warnings, "EPOLLFIX_SUBMS='2ms' is out of range (1ns to 1ms); using 50us\n"));
 	cr_assert(strstr(warnings, "EPOLLFIX_MAX_MS='0' is out of range (1 to 1000); using 1\n"));
@@ -107,7 +110,7 @@ Test(config, words_are_listed)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_LOG", "loud");
 	setenv_fake("EPOLLFIX_DISABLE", "yes");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert(strstr(warnings, "EPOLLFIX_LOG='loud' is not one of quiet, warn, debug; using warn\n"));
 	cr_assert(strstr(warnings, "EPOLLFIX_DISABLE='yes' is not one of 0, 1; using 1\n"));
 	cr_assert_eq(c.disable, 1, "a garbled attempt to disable disables");
@@ -118,7 +121,7 @@ Test(config, quiet_silences_warnings)
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "abc");
 	setenv_fake("EPOLLFIX_LOG", "quiet");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(warning_lines, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 }
@@ -127,7 +130,7 @@ Test(config, empty_is_unset)
 {
 	struct ef_config c;
 	setenv_fake("EPOLLFIX_SUBMS", "");
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(warning_lines, 0);
 	cr_assert_eq(c.subms_ns, 50000);
 }
@@ -138,7 +141,7 @@ Test(config, huge_value_gives_one_terminated_line)
 	struct ef_config c;
 	memset(huge, 'x', sizeof(huge) - 1);
 	setenv_fake("EPOLLFIX_SLACK", huge);
-	ef_config_from_env(&c, NULL, fake_getenv, collect);
+	ef_config_from_env(&c, NULL, fake_getenv);
 	cr_assert_eq(warning_lines, 1);
 	cr_assert_eq(warnings[strlen(warnings) - 1], '\n');
 	cr_assert_eq(c.slack_ns, 1000);
@@ -315,7 +318,7 @@ Test(config, text_variables)
 	memset(huge, 'x', sizeof(huge) - 1);
 	setenv_fake("EPOLLFIX_ONLY", "nginx,redis-server");
 	setenv_fake("EPOLLFIX_STATS", huge);
-	ef_config_from_env(&c, &t, fake_getenv, collect);
+	ef_config_from_env(&c, &t, fake_getenv);
 	cr_assert_str_eq(t.only, "nginx,redis-server");
 	cr_assert_str_eq(t.skip, "");
 	cr_assert_str_eq(t.stats, "1", "a path too long to open: the report on stderr");
@@ -335,7 +338,7 @@ static void from_file(struct ef_config *c, struct ef_text *t, struct ef_origin *
 	ef_config_defaults(c);
 	ef_text_defaults(t);
 	memset(o, 0, sizeof(*o));
-	ef_config_from_file(c, t, o, "/etc/epollfix.conf", text, strlen(text), collect, 0);
+	ef_config_from_file(c, t, o, "/etc/epollfix.conf", text, strlen(text));
 }
 
 Test(config, file_values_comments_and_blank_lines)
@@ -417,7 +420,7 @@ Test(config, environment_overrides_the_file)
 	from_file(&c, &t, &o, "subms = 20us\nmax-ms = 3\nonly = nginx\n");
 	setenv_fake("EPOLLFIX_SUBMS", "30us");
 	setenv_fake("EPOLLFIX_ONLY", "redis-server");
-	ef_config_apply_env(&c, &t, &o, fake_getenv, collect);
+	ef_config_apply_env(&c, &t, &o, fake_getenv);
 	cr_assert_eq(c.subms_ns, 30000);
 	cr_assert_eq(c.max_ms, 3);
 	cr_assert_str_eq(t.only, "redis-server");
