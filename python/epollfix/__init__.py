@@ -1,0 +1,119 @@
+"""Sub-millisecond epoll waits for Python programs: the epollfix preload
+library and its command, packaged in a wheel.
+
+    $ epollfix python app.py           # the C command, with every option
+    $ python -m epollfix --check       # does epoll_pwait2 work here?
+
+For an entry point you cannot wrap (a console script, a service started by
+something else), call reexec() first thing: the interpreter re-executes itself
+once with the wheel's library preloaded.
+
+    import epollfix
+    epollfix.reexec()
+"""
+import os
+import sys
+import warnings
+
+from ._version import __version__
+
+__all__ = ["__version__", "command_path", "library_path", "loaded", "reexec", "REEXEC_MARK"]
+
+_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
+
+# Set in the environment of the re-executed interpreter: a process that finds
+# it there is the result of reexec(), so it must not exec again.
+REEXEC_MARK = "EPOLLFIX_REEXEC"
+
+# What reexec() decided in this process (None: not called yet). A second call
+# repeats the first answer, so calling it twice cannot exec twice.
+_decided = None
+
+
+def library_path():
+    """The wheel's libepollfix.so (the path LD_PRELOAD gets)."""
+    return os.path.realpath(os.path.join(_HERE, "libepollfix.so"))
+
+
+def command_path():
+    """The wheel's epollfix command; it preloads the library beside it."""
+    return os.path.join(_HERE, "epollfix")
+
+
+def loaded():
+    """True when a libepollfix.so (this wheel's or any other, such as one
+    preloaded host-wide from /etc/ld.so.preload) is mapped in this process."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(None, 5)[5:]
+                if path and os.path.basename(path[0]) == "libepollfix.so":
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def _argv():
+    # sys.orig_argv (3.10+) is the interpreter's own command line, with its
+    # options and -m or -c; /proc/self/cmdline holds the same before 3.10.
+    # argv[0] becomes sys.executable: a bare "python3" would be looked up in
+    # PATH again, and might find another interpreter.
+    argv = getattr(sys, "orig_argv", None)
+    if not argv:
+        with open("/proc/self/cmdline", "rb") as f:
+            argv = [os.fsdecode(a) for a in f.read().split(b"\0")[:-1]]
+    return [sys.executable] + list(argv[1:])
+
+
+def _warn(why):
+    warnings.warn("epollfix.reexec(): " + why + "; running without the library",
+                  RuntimeWarning, stacklevel=3)
+
+
+def reexec():
+    """Re-execute this interpreter, with the same command line, with the
+    wheel's library first in LD_PRELOAD.
+
+    Returns True at once when the library is already loaded in this process.
+    Otherwise it does not return: the process is replaced, and in the new one
+    reexec() returns True. When the library could not be loaded even so (a
+    static or setuid interpreter, secure-execution mode, a path LD_PRELOAD
+    cannot hold), it warns once and returns False rather than exec again:
+    the environment carries EPOLLFIX_REEXEC=1 across the exec for that.
+    """
+    global _decided
+    if _decided is not None:
+        return _decided
+    # The mark is for this process only: its children start afresh.
+    marked = os.environ.pop(REEXEC_MARK, None) is not None
+    if loaded():
+        _decided = True
+        return True
+    _decided = False
+    lib = library_path()
+    if marked:
+        _warn("the library is still not loaded after re-executing with LD_PRELOAD=" + lib +
+              ": the dynamic loader refused it (its message is above, if any) or ignored"
+              " LD_PRELOAD (a static or setuid interpreter, secure-execution mode)")
+        return False
+    if not sys.executable:
+        _warn("this interpreter does not know its own executable (sys.executable)")
+        return False
+    if not os.access(lib, os.R_OK):
+        _warn("cannot read " + lib)
+        return False
+    if any(c in lib for c in " :"):
+        _warn("LD_PRELOAD cannot hold a path with a space or a colon: " + lib)
+        return False
+    env = dict(os.environ)
+    rest = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != lib]
+    env["LD_PRELOAD"] = ":".join([lib] + rest)
+    env[REEXEC_MARK] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, _argv(), env)
+    except OSError as e:
+        _warn("cannot execute " + sys.executable + ": " + e.strerror)
+        return False
