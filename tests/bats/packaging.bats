@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# The packages, as their users install them: the Debian packages built by
+# scripts/package-deb (lintian, apt-get install, the installed command, purge),
+# and the wheel built by scripts/package-wheel (pip install into a fresh
+# virtualenv, its command, python -m epollfix, epollfix.reexec()). Each test runs
+# what the README's "Deploying" section tells a user to run.
+# The packages are built from the source tree, not from the build directory the
+# suite runs for: they are tested once, in the run for build/ (scripts/test's
+# glibc build) or when this file is run by hand, and skipped in the others
+# (build-musl, scripts/sanitize's build-clang and build-asan).
+
+setup_file() {
+	: "${EPOLLFIX_SRC:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}"
+	export PKG_OUT=$EPOLLFIX_SRC/build-pkg
+	# What the checkout looked like before any package was built.
+	export PKG_GIT_BEFORE=$BATS_FILE_TMPDIR/git-status
+	git -C "$EPOLLFIX_SRC" status --porcelain >"$PKG_GIT_BEFORE" 2>/dev/null || rm -f "$PKG_GIT_BEFORE"
+}
+
+setup() {
+	load helpers
+	need_glibc
+	if [ -n "${EPOLLFIX_BUILD:-}" ] && [ "$(realpath "$EPOLLFIX_BUILD")" != "$(realpath "$EPOLLFIX_SRC/build")" ]; then
+		skip "packages are built from the source, and tested in the run for build/ only (this is ${EPOLLFIX_BUILD##*/})"
+	fi
+	deb_dir=$PKG_OUT/deb
+	wheel_dir=$PKG_OUT/wheel
+	venv=$BATS_FILE_TMPDIR/venv
+	py=$(python_bin) || skip "no python3"
+}
+
+teardown() {
+	if [ -f "$BATS_TEST_TMPDIR/installed" ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq -o DPkg::Lock::Timeout=120 \
+			libepollfix epollfix libepollfix-dev >/dev/null 2>&1 || true
+	fi
+}
+
+need_debian_tools() {
+	[ "$(id -u)" = 0 ] || skip "installs packages: needs root"
+	command -v dpkg-buildpackage >/dev/null || skip "no dpkg-buildpackage (scripts/install-deps)"
+	command -v lintian >/dev/null || skip "no lintian (scripts/install-deps)"
+}
+
+# The checkout must look as it did before the packages were built.
+assert_tree_clean() {
+	[ -f "$PKG_GIT_BEFORE" ] || return 0
+	run git -C "$EPOLLFIX_SRC" status --porcelain
+	assert_success
+	assert_equal "$output" "$(cat "$PKG_GIT_BEFORE")"
+}
+
+# The 50us asyncio demo with the library through COMMAND..., and without.
+assert_demo() {
+	run "$@" tests/progs/asyncio_sleep.py 50e-6 200
+	assert_success
+	assert_upgraded
+	run "${@: -1}" tests/progs/asyncio_sleep.py 50e-6 200
+	assert_success
+	assert_rounded
+}
+
+@test "deb: dpkg-buildpackage builds libepollfix, epollfix, libepollfix-dev; lintian has no E: or W:" {
+	need_debian_tools
+	cd "$EPOLLFIX_SRC"
+	run scripts/package-deb
+	assert_success
+	version=$(meson introspect --projectinfo meson.build | "$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+	arch=$(dpkg --print-architecture)
+	for deb in "libepollfix_${version}_$arch" "epollfix_${version}_$arch" "libepollfix-dev_${version}_all"; do
+		assert_output --partial "$deb_dir/$deb.deb"
+	done
+	# lintian --fail-on error,warning already failed the script; the log says the same.
+	run grep -E '^[EW]: ' "$deb_dir/lintian.txt"
+	assert_failure
+	run dpkg-deb -c "$deb_dir/libepollfix_${version}_$arch.deb"
+	assert_line --regexp " \./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix\.so$"
+	run dpkg-deb -c "$deb_dir/epollfix_${version}_$arch.deb"
+	assert_line --regexp " \./usr/bin/epollfix$"
+	assert_line --regexp " \./usr/share/man/man1/epollfix\.1\.gz$"
+	run dpkg-deb -f "$deb_dir/epollfix_${version}_$arch.deb" Depends
+	assert_output --partial "libepollfix (= $version)"
+	assert_tree_clean
+}
+
+@test "deb: the version is meson.build's; a changelog that says another stops the build" {
+	need_debian_tools
+	cd "$EPOLLFIX_SRC"
+	version=$(meson introspect --projectinfo meson.build | "$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+	assert_equal "$(dpkg-parsechangelog -SVersion)" "$version"
+	# debian/rules' own check, on a copy whose changelog is one version ahead.
+	copy=$BATS_TEST_TMPDIR/src
+	mkdir -p "$copy"
+	git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$copy"
+	sed -i "1s/($version)/($version.1)/" "$copy/debian/changelog"
+	run bash -c "cd '$copy' && debian/rules override_dh_auto_configure 2>&1"
+	assert_failure
+	assert_output --partial "debian/changelog says $version.1, meson.build says $version"
+}
+
+@test "deb: apt-get install, the installed epollfix --check and the asyncio demo, then purge leaves nothing" {
+	need_debian_tools
+	debs=("$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb "$deb_dir"/libepollfix-dev_*.deb)
+	for d in "${debs[@]}"; do [ -f "$d" ] || fail "no $d: the build test failed"; done
+	# Never remove a user's own installation of the packages.
+	if dpkg-query -W -f='${Status}\n' libepollfix epollfix libepollfix-dev 2>/dev/null | grep -q ' installed$'; then
+		skip "epollfix packages are installed on this machine; this test would purge them"
+	fi
+	# One package test at a time on a machine (several checkouts may run the suite).
+	exec 9>/run/lock/epollfix-packaging.lock
+	flock -w 300 9 || fail "another package test holds /run/lock/epollfix-packaging.lock"
+	export DEBIAN_FRONTEND=noninteractive
+	touch "$BATS_TEST_TMPDIR/installed" # teardown purges them if this test stops early
+	run apt-get install -y -o DPkg::Lock::Timeout=120 --no-install-recommends "${debs[@]}"
+	assert_success
+	dpkg-query -L libepollfix epollfix libepollfix-dev >"$BATS_TEST_TMPDIR/files"
+
+	run /usr/bin/epollfix --check
+	assert_success
+	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
+	cd "$EPOLLFIX_SRC"
+	assert_demo /usr/bin/epollfix "$py"
+
+	run apt-get purge -y -o DPkg::Lock::Timeout=120 libepollfix epollfix libepollfix-dev
+	assert_success
+	rm "$BATS_TEST_TMPDIR/installed"
+	# Every file is gone; a directory stays only while another package has files in it.
+	left=
+	while read -r path; do
+		if [ -d "$path" ]; then
+			[ -n "$(ls -A "$path")" ] || left+=" $path"
+		elif [ -e "$path" ] || [ -L "$path" ]; then
+			left+=" $path"
+		fi
+	done <"$BATS_TEST_TMPDIR/files"
+	[ -z "$left" ] || fail "left after purge:$left"
+	run dpkg-query -W -f='${Status}\n' libepollfix
+	refute_output --partial installed
+}
+
+@test "wheel: built for the glibc its binaries need (manylinux tag from their GLIBC_ versions)" {
+	"$py" -c 'import venv, ensurepip' 2>/dev/null || skip "no venv module (python3-venv)"
+	cd "$EPOLLFIX_SRC"
+	run scripts/package-wheel
+	assert_success
+	whl=${lines[-1]}
+	[[ "$whl" == "$wheel_dir"/dist/epollfix-*-py3-none-manylinux_2_*_x86_64.whl ]] || fail "not a manylinux wheel: $whl"
+	# The highest GLIBC_2.N that the library and the command ask for is the tag's 2.N.
+	"$py" -m zipfile -e "$whl" "$BATS_TEST_TMPDIR/whl"
+	need=$(objdump -T "$BATS_TEST_TMPDIR"/whl/epollfix/_native/{libepollfix.so,epollfix} |
+		grep -o 'GLIBC_2\.[0-9]*' | sort -uV | tail -1)
+	need=${need#GLIBC_}
+	[[ "$whl" == *"-manylinux_${need/./_}_x86_64.whl" ]] || fail "$whl is not tagged for glibc $need"
+	assert_tree_clean
+}
+
+@test "wheel: pip install into a fresh virtualenv; its epollfix and python -m epollfix are the C command" {
+	whl=$(ls "$wheel_dir"/dist/epollfix-*.whl) || fail "no wheel: the build test failed"
+	"$py" -m venv "$venv"
+	run "$venv/bin/pip" install -q --no-index --disable-pip-version-check "$whl"
+	assert_success
+	run "$venv/bin/epollfix" --check
+	assert_success
+	assert_line --regexp "^library: +$venv/lib/python3[.0-9]*/site-packages/epollfix/_native/libepollfix\.so$"
+	run "$venv/bin/python" -m epollfix --check
+	assert_success
+	# The options and exit statuses are the C command's own.
+	run "$venv/bin/python" -m epollfix --subms=abc true
+	assert_failure 2
+	assert_output --partial "EPOLLFIX_SUBMS='abc' is not a duration"
+	run "$venv/bin/epollfix" --version
+	assert_output "epollfix $("$venv/bin/python" -c 'import epollfix; print(epollfix.__version__)')"
+	cd "$EPOLLFIX_SRC"
+	assert_demo "$venv/bin/epollfix" "$venv/bin/python"
+}
+
+# reexec_sleep.py prints "start ..." at each start of the interpreter.
+@test "wheel: epollfix.reexec() re-executes once under the library; a no-op when it is loaded" {
+	[ -x "$venv/bin/python" ] || fail "no virtualenv: the install test failed"
+	cd "$EPOLLFIX_SRC"
+	run "$venv/bin/python" tests/progs/reexec_sleep.py 50e-6 200
+	assert_success
+	assert_equal "$(grep -c '^start ' <<<"$output")" 2
+	assert_line --index 0 --partial "loaded=False"
+	assert_line --index 1 --partial "loaded=True"
+	assert_line "reexec=True"
+	assert_upgraded
+	# Already loaded (here by the wheel's own command): one start, no exec.
+	run "$venv/bin/epollfix" "$venv/bin/python" tests/progs/reexec_sleep.py 50e-6 50
+	assert_success
+	assert_equal "$(grep -c '^start ' <<<"$output")" 1
+	assert_line "reexec=True"
+	# Before Python 3.10 there is no sys.orig_argv: /proc/self/cmdline, with -X.
+	run env REEXEC_SLEEP_NO_ORIG_ARGV=1 "$venv/bin/python" -X utf8 tests/progs/reexec_sleep.py 50e-6 50
+	assert_success
+	assert_equal "$(grep -c '^start ' <<<"$output")" 2
+	assert_line "reexec=True"
+}
+
+@test "wheel: reexec() does not loop when the library still does not load: one warning, two starts" {
+	[ -x "$venv/bin/python" ] || fail "no virtualenv: the install test failed"
+	lib=$("$venv/bin/python" -c 'import epollfix; print(epollfix.library_path())')
+	# The dynamic loader refuses the file (as LD_PRELOAD is ignored for a static
+	# or setuid interpreter): the re-executed process must not exec again.
+	echo "not an ELF object" >"$lib"
+	cd "$EPOLLFIX_SRC"
+	run --separate-stderr "$venv/bin/python" tests/progs/reexec_sleep.py 50e-6 50
+	assert_success
+	assert_equal "$(grep -c '^start ' <<<"$output")" 2
+	assert_line "reexec=False"
+	assert_rounded
+	assert_equal "$(grep -c 'RuntimeWarning: epollfix.reexec(): the library is still not loaded' <<<"$stderr")" 1
+}
