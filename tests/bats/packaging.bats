@@ -15,6 +15,12 @@ setup_file() {
 	# What the checkout looked like before any package was built.
 	export PKG_GIT_BEFORE=$BATS_FILE_TMPDIR/git-status
 	git -C "$EPOLLFIX_SRC" status --porcelain >"$PKG_GIT_BEFORE" 2>/dev/null || rm -f "$PKG_GIT_BEFORE"
+	# One checkout at a time installs and purges the packages on a machine: the
+	# file's own shell holds the lock until its last test has run.
+	export PKG_LOCK=/run/lock/epollfix-packaging.lock
+	if [ "$(id -u)" = 0 ] && { ! exec 9>"$PKG_LOCK" || ! flock -w 600 9; }; then
+		export PKG_NO_LOCK=1
+	fi
 }
 
 setup() {
@@ -29,8 +35,9 @@ setup() {
 	py=$(python_bin) || skip "no python3"
 }
 
-teardown() {
-	if [ -f "$BATS_TEST_TMPDIR/installed" ]; then
+# The packages test_install installed, if a later test did not purge them.
+teardown_file() {
+	if [ -f "$BATS_FILE_TMPDIR/installed" ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq -o DPkg::Lock::Timeout=120 \
 			libepollfix epollfix libepollfix-dev >/dev/null 2>&1 || true
 	fi
@@ -98,7 +105,7 @@ assert_demo() {
 	assert_output --partial "debian/changelog says $version.1, meson.build says $version"
 }
 
-@test "deb: apt-get install, the installed epollfix --check and the asyncio demo, then purge leaves nothing" {
+@test "deb: apt-get install; the installed epollfix --check finds the library, the asyncio demo" {
 	need_debian_tools
 	debs=("$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb "$deb_dir"/libepollfix-dev_*.deb)
 	for d in "${debs[@]}"; do [ -f "$d" ] || fail "no $d: the build test failed"; done
@@ -106,25 +113,89 @@ assert_demo() {
 	if dpkg-query -W -f='${Status}\n' libepollfix epollfix libepollfix-dev 2>/dev/null | grep -q ' installed$'; then
 		skip "epollfix packages are installed on this machine; this test would purge them"
 	fi
-	# One package test at a time on a machine (several checkouts may run the suite).
-	exec 9>/run/lock/epollfix-packaging.lock
-	flock -w 300 9 || fail "another package test holds /run/lock/epollfix-packaging.lock"
-	export DEBIAN_FRONTEND=noninteractive
-	touch "$BATS_TEST_TMPDIR/installed" # teardown purges them if this test stops early
-	run apt-get install -y -o DPkg::Lock::Timeout=120 --no-install-recommends "${debs[@]}"
+	[ -z "${PKG_NO_LOCK:-}" ] || fail "another checkout's package tests held $PKG_LOCK for 10 minutes"
+	touch "$BATS_FILE_TMPDIR/installed" # teardown_file purges them if no test does
+	run env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=120 \
+		--no-install-recommends "${debs[@]}"
 	assert_success
-	dpkg-query -L libepollfix epollfix libepollfix-dev >"$BATS_TEST_TMPDIR/files"
+	dpkg-query -L libepollfix epollfix libepollfix-dev >"$BATS_FILE_TMPDIR/files"
 
 	run /usr/bin/epollfix --check
 	assert_success
 	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
 	cd "$EPOLLFIX_SRC"
 	assert_demo /usr/bin/epollfix "$py"
+}
 
-	run apt-get purge -y -o DPkg::Lock::Timeout=120 libepollfix epollfix libepollfix-dev
+# The README's whole-host form, for real but in a private mount namespace: /etc
+# is an overlay there, so /etc/ld.so.preload and the edited /etc/epollfix.conf
+# reach the programs this test starts in it and no other process of the machine.
+in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
+	local d=$BATS_TEST_TMPDIR/etc
+	mkdir -p "$d/upper" "$d/work"
+	unshare --mount bash -c "set -e; mount --make-rprivate /
+		mount -t overlay overlay -o lowerdir=/etc,upperdir=$d/upper,workdir=$d/work /etc
+		$1"
+}
+
+@test "deb: whole host: /etc/ld.so.preload with adapt = safe and only = in /etc/epollfix.conf" {
+	need_debian_tools
+	[ -f "$BATS_FILE_TMPDIR/installed" ] || fail "not installed: the install test failed"
+	[ -f /etc/epollfix.conf ] || skip "this tree's library has no system configuration file"
+	in_host_ns true 2>/dev/null || skip "cannot make a mount namespace with an overlay /etc here"
+	lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so
+	cd "$EPOLLFIX_SRC"
+	# The README's commands: the library checked first, then the two files.
+	setup_host="printf 'adapt = safe\nonly = python3\n' >>/etc/epollfix.conf
+		LD_PRELOAD=$lib /bin/true && echo $lib >/etc/ld.so.preload"
+	# No LD_PRELOAD anywhere: python3 (comm python3) gets the library and
+	# the C loop, not in only =, is left alone.
+	[ "$(basename "$py")" = python3 ] || skip "the interpreter is not named python3: $py"
+	run in_host_ns "$setup_host
+		$py tests/progs/asyncio_sleep.py 50e-6 200"
 	assert_success
-	rm "$BATS_TEST_TMPDIR/installed"
-	# Every file is gone; a directory stays only while another package has files in it.
+	assert_upgraded
+	run in_host_ns "$setup_host
+		$EPOLLFIX_PROGS/ef-sleep --count 100"
+	assert_success
+	assert_rounded
+	# Setuid programs load it too, where LD_PRELOAD never reaches them: a
+	# setuid-root cat run by nobody reads its own ids and maps.
+	command -v setpriv >/dev/null || skip "no setpriv (util-linux)"
+	suid=$(mktemp -d /tmp/epollfix-suid.XXXXXX)
+	chmod 755 "$suid"
+	install -m 4755 "$(command -v cat)" "$suid/cat"
+	nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	run in_host_ns "$setup_host
+		${nobody[*]} $suid/cat /proc/self/status /proc/self/maps"
+	host_status=$status host_output=$output
+	run "${nobody[@]}" env LD_PRELOAD="$lib" "$suid/cat" /proc/self/status /proc/self/maps
+	rm -rf "$suid"
+	assert_success
+	assert_line --regexp $'^Uid:\t65534\t0\t'
+	refute_output --partial libepollfix.so
+	[ "$host_status" = 0 ] || fail "the setuid cat failed under /etc/ld.so.preload: $host_output"
+	grep -q $'^Uid:\t65534\t0\t' <<<"$host_output" || fail "not setuid: $host_output"
+	grep -q "$lib" <<<"$host_output" || fail "/etc/ld.so.preload did not reach the setuid cat: $host_output"
+	# A broken entry: every program says so on stderr, and still runs; the
+	# README's recovery (remove the file) works from any shell.
+	run --separate-stderr in_host_ns "echo /nonexistent/libepollfix.so >/etc/ld.so.preload
+		/bin/echo ran; rm /etc/ld.so.preload; /bin/echo recovered >&2"
+	assert_success
+	assert_output ran
+	assert_equal "$(grep -c "ERROR: ld.so: object '/nonexistent/libepollfix.so' from /etc/ld.so.preload cannot be preloaded" <<<"$stderr")" 2
+	assert_equal "$(tail -n 1 <<<"$stderr")" recovered
+}
+
+@test "deb: apt-get purge leaves no file the packages installed" {
+	need_debian_tools
+	[ -f "$BATS_FILE_TMPDIR/installed" ] || fail "not installed: the install test failed"
+	run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -o DPkg::Lock::Timeout=120 \
+		libepollfix epollfix libepollfix-dev
+	assert_success
+	rm "$BATS_FILE_TMPDIR/installed"
+	# Every file is gone, conffiles too; a directory stays only while another
+	# package has files in it.
 	left=
 	while read -r path; do
 		if [ -d "$path" ]; then
@@ -132,10 +203,13 @@ assert_demo() {
 		elif [ -e "$path" ] || [ -L "$path" ]; then
 			left+=" $path"
 		fi
-	done <"$BATS_TEST_TMPDIR/files"
+	done <"$BATS_FILE_TMPDIR/files"
 	[ -z "$left" ] || fail "left after purge:$left"
-	run dpkg-query -W -f='${Status}\n' libepollfix
-	refute_output --partial installed
+	# Purged: dpkg knows them no more, or as not installed ("pn"), not as
+	# config-files ("rc").
+	remaining=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' libepollfix epollfix libepollfix-dev \
+		2>/dev/null | grep -E '^.[^n]' || true)
+	[ -z "$remaining" ] || fail "still known to dpkg: $remaining"
 }
 
 @test "wheel: built for the glibc its binaries need (manylinux tag from their GLIBC_ versions)" {
