@@ -130,10 +130,12 @@ assert_demo() {
 # The README's whole-host form, for real but in a private mount namespace: /etc
 # is an overlay there, so /etc/ld.so.preload and the edited /etc/epollfix.conf
 # reach the programs this test starts in it and no other process of the machine.
+# No EPOLLFIX_* variable reaches the programs there (helpers.bash may point
+# EPOLLFIX_CONFIG away from the machine's file): /etc/epollfix.conf speaks.
 in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	local d=$BATS_TEST_TMPDIR/etc
 	mkdir -p "$d/upper" "$d/work"
-	unshare --mount bash -c "set -e; mount --make-rprivate /
+	env -u EPOLLFIX_CONFIG unshare --mount bash -c "set -e; mount --make-rprivate /
 		mount -t overlay overlay -o lowerdir=/etc,upperdir=$d/upper,workdir=$d/work /etc
 		$1"
 }
