@@ -125,6 +125,11 @@ assert_demo() {
 	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
 	cd "$EPOLLFIX_SRC"
 	assert_demo /usr/bin/epollfix "$py"
+	# libepollfix-dev's header builds a program on its own.
+	printf '#include <epollfix.h>\nint main(void) { struct epollfix_counters c = {0}; return (int)c.upgraded; }\n' \
+		>"$BATS_TEST_TMPDIR/api.c"
+	run cc -Wall -Wextra -Werror -fsyntax-only "$BATS_TEST_TMPDIR/api.c"
+	assert_success
 }
 
 # The README's whole-host form, for real but in a private mount namespace: /etc
