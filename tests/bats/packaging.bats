@@ -82,6 +82,9 @@ assert_demo() {
 	assert_failure
 	run dpkg-deb -c "$deb_dir/libepollfix_${version}_$arch.deb"
 	assert_line --regexp " \./usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix\.so$"
+	assert_line --regexp " \./etc/epollfix\.conf$"
+	run dpkg-deb -I "$deb_dir/libepollfix_${version}_$arch.deb" conffiles
+	assert_output /etc/epollfix.conf
 	run dpkg-deb -c "$deb_dir/epollfix_${version}_$arch.deb"
 	assert_line --regexp " \./usr/bin/epollfix$"
 	assert_line --regexp " \./usr/share/man/man1/epollfix\.1\.gz$"
@@ -148,13 +151,13 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 @test "deb: whole host: /etc/ld.so.preload with adapt = safe and only = in /etc/epollfix.conf" {
 	need_debian_tools
 	[ -f "$BATS_FILE_TMPDIR/installed" ] || fail "not installed: the install test failed"
-	[ -f /etc/epollfix.conf ] || skip "this tree's library has no system configuration file"
+	[ -f /etc/epollfix.conf ] || fail "libepollfix installed no /etc/epollfix.conf"
 	in_host_ns true 2>/dev/null || skip "cannot make a mount namespace with an overlay /etc here"
 	lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so
 	cd "$EPOLLFIX_SRC"
 	# The README's commands: the library checked first, then the two files.
 	setup_host="printf 'adapt = safe\nonly = python3\n' >>/etc/epollfix.conf
-		LD_PRELOAD=$lib /bin/true && echo $lib >/etc/ld.so.preload"
+		LD_PRELOAD=$lib /bin/true && echo $lib >>/etc/ld.so.preload"
 	# No LD_PRELOAD anywhere: python3 (comm python3) gets the library and
 	# the C loop, not in only =, is left alone.
 	[ "$(basename "$py")" = python3 ] || skip "the interpreter is not named python3: $py"
