@@ -119,7 +119,7 @@ static void learned(enum ef_learned what)
 
 static enum ef_caller caller_of(const void *ra)
 {
-	return ef_caller_runtime(ra) != EF_RT_UNKNOWN ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
+	return ef_runtime_genuine(ef_caller_runtime(ra)) ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
 }
 
 /* The policy's protocol (policy.h): before, the wait it chose (or the real

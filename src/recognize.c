@@ -1,16 +1,18 @@
 #define _GNU_SOURCE
 #include "recognize.h"
 
-#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
-/* A symbol only that runtime defines, looked up in the whole process; the
- * caller belongs to the runtime when the symbol lives in the caller's object
- * (libuv.so, or node's executable with libuv linked in). libev exports a
- * libevent emulation, but not event_config_new. */
+#include "elfsym.h"
+
+/* A symbol only that runtime defines: the caller belongs to the runtime when
+ * its own object defines the symbol (libuv.so, node's executable with libuv
+ * linked in, uvloop's and gevent's extensions with libuv built in). libev
+ * exports a libevent emulation, but not event_config_new. */
 static const struct {
 	const char *symbol;
 	enum ef_runtime rt;
@@ -28,78 +30,140 @@ const char *ef_runtime_name(enum ef_runtime rt)
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
 }
 
-/* The objects defining each marker, looked up once by the constructor: on the
- * wait path dlsym could allocate (a missing symbol builds an error message).
- * A runtime dlopen'ed later is not recognised; the learner still finds it. */
-static _Atomic(void *) marker_base[sizeof(markers) / sizeof(markers[0])];
-static _Atomic int markers_ready;
-
+/* Nothing to look up in advance: objects are read when they first call. */
 void ef_recognize_init(void)
 {
-	Dl_info info;
-	int saved = errno;
+}
 
-	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
-		void *sym = dlsym(RTLD_DEFAULT, markers[i].symbol);
-		if (sym && dladdr(sym, &info))
-			atomic_store_explicit(&marker_base[i], info.dli_fbase, memory_order_relaxed);
+/* The loaded object holding an address, from dl_iterate_phdr. dladdr would
+ * serve too, but glibc's takes the loader's main lock, which dlopen holds
+ * while the new objects' constructors run: a thread's first wait would stall
+ * behind another thread's dlopen, for ever if that constructor waits for the
+ * thread. dl_iterate_phdr takes only the lock that guards the list of objects
+ * (held while it changes, never around user code); musl's dlopen drops its
+ * lock before constructors and both functions take it to read. Neither
+ * allocates. */
+struct object {
+	uintptr_t addr;
+	uintptr_t bias;
+	const ElfW(Phdr) *phdr;
+	size_t phnum;
+	const char *name;
+	int found;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct object *o = data;
+	(void)size;
+	if (!ef_elf_contains(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, o->addr))
+		return 0;
+	o->bias = info->dlpi_addr;
+	o->phdr = info->dlpi_phdr;
+	o->phnum = info->dlpi_phnum;
+	o->name = info->dlpi_name;
+	o->found = 1;
+	return 1;
+}
+
+/* What an object is, whoever calls from it: one small word per object. */
+#define KIND_RT 0x0f     /* enum ef_runtime from the markers */
+#define KIND_JNI 0x10    /* defines Java_ symbols: look at the calling function */
+
+static int object_kind(const struct ef_elf *elf)
+{
+	int kind = EF_RT_UNKNOWN;
+
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+		if (ef_elf_lookup(elf, markers[i].symbol)) {
+			kind = markers[i].rt;
+			break;
+		}
+	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
+	if (ef_elf_defines_prefix(elf, "Java_"))
+		kind |= KIND_JNI;
+	return kind;
+}
+
+/* Small lock-free maps shared by all threads: call sites are few (one per
+ * event loop), objects fewer. A full map just means reading the object again. */
+#define SITES 32
+#define OBJECTS 32
+struct entry {
+	_Atomic(const void *) key;
+	_Atomic int value;
+};
+static struct entry sites[SITES], objects[OBJECTS];
+
+static int map_get(struct entry *map, unsigned n, const void *key, int *value)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const void *k = atomic_load_explicit(&map[i].key, memory_order_acquire);
+		if (k == key) {
+			*value = atomic_load_explicit(&map[i].value, memory_order_relaxed);
+			return 1;
+		}
+		if (!k)
+			break;
 	}
-	errno = saved;
-	atomic_store_explicit(&markers_ready, 1, memory_order_release);
+	return 0;
+}
+
+static void map_put(struct entry *map, unsigned n, const void *key, int value)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const void *expected = NULL;
+		if (atomic_load_explicit(&map[i].key, memory_order_relaxed) == key)
+			return;
+		/* Claim an empty slot with a marker, fill it, then publish the key. */
+		if (atomic_compare_exchange_strong(&map[i].key, &expected, (const void *)&map[i])) {
+			atomic_store_explicit(&map[i].value, value, memory_order_relaxed);
+			atomic_store_explicit(&map[i].key, key, memory_order_release);
+			return;
+		}
+	}
 }
 
 static enum ef_runtime classify(const void *ra)
 {
-	Dl_info caller;
+	struct object obj = { .addr = (uintptr_t)ra };
+	struct ef_elf elf;
+	int kind, opened = 0;
 
-	if (!dladdr(ra, &caller) || !caller.dli_fbase)
+	dl_iterate_phdr(find_object, &obj);
+	if (!obj.found) /* generated code: no object, no name */
 		return EF_RT_UNKNOWN;
-	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
-	if (caller.dli_sname && strncmp(caller.dli_sname, "Java_", 5) == 0)
-		return EF_RT_JAVA;
-	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
-		if (atomic_load_explicit(&marker_base[i], memory_order_relaxed) == caller.dli_fbase)
-			return markers[i].rt;
-	return EF_RT_UNKNOWN;
+	/* The program headers are the object's own (or its loader's copy): a key
+	 * no other loaded object shares. */
+	if (!map_get(objects, OBJECTS, obj.phdr, &kind)) {
+		opened = ef_elf_open(&elf, obj.bias, obj.phdr, obj.phnum, NULL) == 0;
+		kind = object_kind(&elf);
+		map_put(objects, OBJECTS, obj.phdr, kind);
+	}
+	if (kind & KIND_JNI) {
+		if (!opened)
+			opened = ef_elf_open(&elf, obj.bias, obj.phdr, obj.phnum, NULL) == 0;
+		const char *fn = opened ? ef_elf_symbol_at(&elf, (uintptr_t)ra) : NULL;
+		if (fn && strncmp(fn, "Java_", 5) == 0)
+			return EF_RT_JAVA;
+	}
+	return (enum ef_runtime)(kind & KIND_RT);
 }
 
-/* Call sites are few (one per event loop); a small table shared by all
- * threads. A full table just means asking the loader again. */
-#define SITES 32
-static struct {
-	_Atomic(const void *) ra;
-	_Atomic int rt;
-} sites[SITES];
 static _Atomic unsigned seen;
 
 enum ef_runtime ef_caller_runtime(const void *ra)
 {
-	for (unsigned i = 0; i < SITES; i++) {
-		const void *s = atomic_load_explicit(&sites[i].ra, memory_order_acquire);
-		if (s == ra)
-			return (enum ef_runtime)atomic_load_explicit(&sites[i].rt, memory_order_relaxed);
-		if (!s)
-			break;
-	}
-	/* Before the constructor the markers are unknown: answer without caching. */
-	if (!atomic_load_explicit(&markers_ready, memory_order_acquire))
-		return EF_RT_UNKNOWN;
+	int rt;
+
+	if (map_get(sites, SITES, ra, &rt))
+		return (enum ef_runtime)rt;
 	int saved = errno;
-	enum ef_runtime rt = classify(ra);
+	rt = (int)classify(ra);
 	errno = saved;
 	atomic_fetch_or_explicit(&seen, 1u << rt, memory_order_relaxed);
-	for (unsigned i = 0; i < SITES; i++) {
-		const void *expected = NULL;
-		if (atomic_load_explicit(&sites[i].ra, memory_order_relaxed) == ra)
-			break;
-		/* Claim an empty slot with a marker, fill it, then publish the site. */
-		if (atomic_compare_exchange_strong(&sites[i].ra, &expected, (const void *)&sites[i])) {
-			atomic_store_explicit(&sites[i].rt, rt, memory_order_relaxed);
-			atomic_store_explicit(&sites[i].ra, ra, memory_order_release);
-			break;
-		}
-	}
-	return rt;
+	map_put(sites, SITES, ra, rt);
+	return (enum ef_runtime)rt;
 }
 
 unsigned ef_runtimes_seen(void)

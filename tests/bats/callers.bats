@@ -1,0 +1,62 @@
+#!/usr/bin/env bats
+# Who called: event loops are recognised by their own object's symbols however
+# late it was loaded, from their very first 1 ms wait.
+#
+# ef-late-open dlopen()s a library once main() runs and calls one of its
+# functions, which makes COUNT epoll_wait(..., 1) calls itself on an idle epoll
+# fd (tests/progs/late_loop.c): libef-late-uv.so defines uv_run, as uvloop's
+# and gevent's libuv extensions do; libef-late-plain.so does not.
+
+setup() {
+	load helpers
+	COUNT=20
+}
+
+# late uv|plain FUNCTION [VAR=value...]: runs the waits with one debug line per
+# decision and sets $meant and $upgraded to the number of each.
+late() {
+	local lib=$1 fn=$2
+	shift 2
+	run preload EPOLLFIX_LOG=debug "$@" "$EPOLLFIX_PROGS/ef-late-open" \
+		"$EPOLLFIX_PROGS/libef-late-$lib.so" "$fn" "$COUNT"
+	assert_success
+	count_decisions
+}
+
+count_decisions() {
+	meant=$(grep -c 'timeout=1ms) passed through (1ms meant) = 0' <<<"$output" || true)
+	upgraded=$(grep -cE 'timeout=1ms\) upgraded to [0-9.]+[num]?s = 0' <<<"$output" || true)
+}
+
+# Every one of the $COUNT waits, the first included, was left alone.
+assert_all_meant() {
+	[ "$meant" = "$COUNT" ] || fail "$meant of $COUNT waits left alone as meant: $output"
+	assert_rounded
+}
+
+assert_all_upgraded() {
+	[ "$upgraded" = "$COUNT" ] || fail "$upgraded of $COUNT waits upgraded: $output"
+}
+
+@test "a loop dlopen'ed after start-up that defines uv_run keeps its 1 ms from the first wait" {
+	late uv late_wait
+	assert_all_meant
+}
+
+@test "the same waits from a late object without uv_run are upgraded" {
+	late plain late_wait
+	assert_all_upgraded
+	assert_upgraded
+}
+
+@test "a late loop is named in the report" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-late-open" \
+		"$EPOLLFIX_PROGS/libef-late-uv.so" late_wait "$COUNT"
+	assert_success
+	grep -q "1ms left alone as meant: $COUNT (recognised: libuv;" <<<"$stderr" || fail "$stderr"
+}
+
+@test "JNI: a function named Java_* keeps its 1 ms, whatever its object" {
+	late plain Java_ef_Late_wait
+	assert_all_meant
+}
