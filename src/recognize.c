@@ -5,8 +5,12 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
 
+#include "callers.h"
 #include "elfsym.h"
 
 /* A symbol only that runtime defines: the caller belongs to the runtime when
@@ -22,17 +26,42 @@ static const struct {
 	{ "event_config_new", EF_RT_LIBEVENT },
 };
 
-static const char *const names[EF_RT_COUNT] = { "unknown", "libuv", "nginx", "libevent",
-						"Java NIO" };
+static const char *const names[EF_RT_COUNT] = {
+	"unknown", "libuv", "nginx", "libevent", "Java NIO",
+	"listed in EPOLLFIX_GENUINE_CALLERS", "listed in EPOLLFIX_SUBMS_CALLERS",
+};
 
 const char *ef_runtime_name(enum ef_runtime rt)
 {
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
 }
 
-/* Nothing to look up in advance: objects are read when they first call. */
+/* Read by the constructor: the lists, and the program's executable, which
+ * dl_iterate_phdr names "" (glibc) or as argv[0] (musl). Until then answers
+ * are not cached. */
+static char genuine_list[4096], subms_list[4096], exe_path[4096];
+static _Atomic int ready;
+
+static void copy_env(char *to, size_t size, const char *name)
+{
+	const char *v = getenv(name);
+	size_t n = v ? strlen(v) : 0;
+	if (n >= size)
+		n = 0; /* longer than any list of names: ignored */
+	memcpy(to, v ? v : "", n);
+	to[n] = '\0';
+}
+
 void ef_recognize_init(void)
 {
+	int saved = errno;
+
+	copy_env(genuine_list, sizeof(genuine_list), "EPOLLFIX_GENUINE_CALLERS");
+	copy_env(subms_list, sizeof(subms_list), "EPOLLFIX_SUBMS_CALLERS");
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	errno = saved;
+	atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
 /* The loaded object holding an address, from dl_iterate_phdr. dladdr would
@@ -49,6 +78,7 @@ struct object {
 	const ElfW(Phdr) *phdr;
 	size_t phnum;
 	const char *name;
+	unsigned index; /* 0: the program, listed first by glibc and musl alike */
 	int found;
 };
 
@@ -56,8 +86,10 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct object *o = data;
 	(void)size;
-	if (!ef_elf_contains(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, o->addr))
+	if (!ef_elf_contains(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, o->addr)) {
+		o->index++;
 		return 0;
+	}
 	o->bias = info->dlpi_addr;
 	o->phdr = info->dlpi_phdr;
 	o->phnum = info->dlpi_phnum;
@@ -69,8 +101,9 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 /* What an object is, whoever calls from it: one small word per object. */
 #define KIND_RT 0x0f     /* enum ef_runtime from the markers */
 #define KIND_JNI 0x10    /* defines Java_ symbols: look at the calling function */
+#define KIND_LISTED 0x60 /* enum ef_listed << 5 */
 
-static int object_kind(const struct ef_elf *elf)
+static int object_kind(const struct object *obj, const struct ef_elf *elf)
 {
 	int kind = EF_RT_UNKNOWN;
 
@@ -82,6 +115,12 @@ static int object_kind(const struct ef_elf *elf)
 	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
 	if (ef_elf_defines_prefix(elf, "Java_"))
 		kind |= KIND_JNI;
+	if (obj->index == 0) {
+		const char *execfn = (const char *)getauxval(AT_EXECFN);
+		kind |= (int)ef_object_judged(genuine_list, subms_list, exe_path, execfn) << 5;
+	} else {
+		kind |= (int)ef_object_judged(genuine_list, subms_list, obj->name, NULL) << 5;
+	}
 	return kind;
 }
 
@@ -124,7 +163,7 @@ static void map_put(struct entry *map, unsigned n, const void *key, int value)
 	}
 }
 
-static enum ef_runtime classify(const void *ra)
+static enum ef_runtime classify(const void *ra, int cache)
 {
 	struct object obj = { .addr = (uintptr_t)ra };
 	struct ef_elf elf;
@@ -137,8 +176,17 @@ static enum ef_runtime classify(const void *ra)
 	 * no other loaded object shares. */
 	if (!map_get(objects, OBJECTS, obj.phdr, &kind)) {
 		opened = ef_elf_open(&elf, obj.bias, obj.phdr, obj.phnum, NULL) == 0;
-		kind = object_kind(&elf);
-		map_put(objects, OBJECTS, obj.phdr, kind);
+		kind = object_kind(&obj, &elf);
+		if (cache)
+			map_put(objects, OBJECTS, obj.phdr, kind);
+	}
+	switch ((enum ef_listed)((kind & KIND_LISTED) >> 5)) {
+	case EF_LISTED_GENUINE:
+		return EF_RT_USER_GENUINE;
+	case EF_LISTED_SUBMS:
+		return EF_RT_USER_SUBMS;
+	case EF_LISTED_NONE:
+		break;
 	}
 	if (kind & KIND_JNI) {
 		if (!opened)
@@ -158,11 +206,14 @@ enum ef_runtime ef_caller_runtime(const void *ra)
 
 	if (map_get(sites, SITES, ra, &rt))
 		return (enum ef_runtime)rt;
+	/* Before the constructor the lists are unknown: answer without caching. */
+	int cache = atomic_load_explicit(&ready, memory_order_acquire);
 	int saved = errno;
-	rt = (int)classify(ra);
+	rt = (int)classify(ra, cache);
 	errno = saved;
 	atomic_fetch_or_explicit(&seen, 1u << rt, memory_order_relaxed);
-	map_put(sites, SITES, ra, rt);
+	if (cache)
+		map_put(sites, SITES, ra, rt);
 	return (enum ef_runtime)rt;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Who called: event loops are recognised by their own object's symbols however
-# late it was loaded, from their very first 1 ms wait.
+# late it was loaded, from their very first 1 ms wait, and the objects named
+# in EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS get what the user said.
 #
 # ef-late-open dlopen()s a library once main() runs and calls one of its
 # functions, which makes COUNT epoll_wait(..., 1) calls itself on an idle epoll
@@ -59,4 +60,47 @@ assert_all_upgraded() {
 @test "JNI: a function named Java_* keeps its 1 ms, whatever its object" {
 	late plain Java_ef_Late_wait
 	assert_all_meant
+}
+
+@test "EPOLLFIX_GENUINE_CALLERS: a named object's 1 ms is left alone" {
+	late plain late_wait EPOLLFIX_GENUINE_CALLERS=libef-late-plain.so
+	assert_all_meant
+	# By a directory name, among other items.
+	late plain late_wait EPOLLFIX_GENUINE_CALLERS="libzmq.so, progs"
+	assert_all_meant
+	# Other objects are not affected.
+	late plain late_wait EPOLLFIX_GENUINE_CALLERS=libef-late-uv.so,libzmq.so
+	assert_all_upgraded
+}
+
+@test "EPOLLFIX_SUBMS_CALLERS: a named loop's 1 ms is upgraded even when recognised" {
+	late uv late_wait EPOLLFIX_SUBMS_CALLERS=libef-late-uv.so
+	assert_all_upgraded
+	late plain Java_ef_Late_wait EPOLLFIX_SUBMS_CALLERS=libef-late-plain.so
+	assert_all_upgraded
+	run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_SUBMS_CALLERS=libef-late-uv.so \
+		"$EPOLLFIX_PROGS/ef-late-open" "$EPOLLFIX_PROGS/libef-late-uv.so" late_wait "$COUNT"
+	assert_success
+	grep -q "(recognised: listed in EPOLLFIX_SUBMS_CALLERS;" <<<"$stderr" || fail "$stderr"
+}
+
+@test "an object named in both lists is genuine" {
+	late plain late_wait EPOLLFIX_SUBMS_CALLERS=progs EPOLLFIX_GENUINE_CALLERS=libef-late-plain.so
+	assert_all_meant
+}
+
+@test "the program is named by its executable or by the name it was started by" {
+	ln -s "$EPOLLFIX_PROGS/ef-sleep" "$BATS_TEST_TMPDIR/my-ticker"
+	for name in ef-sleep my-ticker; do
+		run preload EPOLLFIX_LOG=debug EPOLLFIX_GENUINE_CALLERS="$name" \
+			"$BATS_TEST_TMPDIR/my-ticker" --fixed-ms 1 --count "$COUNT"
+		assert_success
+		count_decisions
+		assert_all_meant
+	done
+	run preload EPOLLFIX_LOG=debug EPOLLFIX_GENUINE_CALLERS=ef-late-open \
+		"$BATS_TEST_TMPDIR/my-ticker" --fixed-ms 1 --count "$COUNT"
+	assert_success
+	count_decisions
+	assert_all_upgraded
 }
