@@ -103,9 +103,11 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 #define KIND_JNI 0x10    /* defines Java_ symbols: look at the calling function */
 #define KIND_LISTED 0x60 /* enum ef_listed << 5 */
 
-static int object_kind(const struct object *obj, const struct ef_elf *elf)
+/* lists_read: the constructor has filled the lists (before, they are not read). */
+static int object_kind(const struct object *obj, const struct ef_elf *elf, int lists_read)
 {
 	int kind = EF_RT_UNKNOWN;
+	const char *genuine = lists_read ? genuine_list : NULL, *subms = lists_read ? subms_list : NULL;
 
 	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
 		if (ef_elf_lookup(elf, markers[i].symbol)) {
@@ -115,12 +117,12 @@ static int object_kind(const struct object *obj, const struct ef_elf *elf)
 	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
 	if (ef_elf_defines_prefix(elf, "Java_"))
 		kind |= KIND_JNI;
-	if (obj->index == 0) {
-		const char *execfn = (const char *)getauxval(AT_EXECFN);
-		kind |= (int)ef_object_judged(genuine_list, subms_list, exe_path, execfn) << 5;
-	} else {
-		kind |= (int)ef_object_judged(genuine_list, subms_list, obj->name, NULL) << 5;
-	}
+	if (obj->index == 0)
+		kind |= (int)ef_object_judged(genuine, subms, lists_read ? exe_path : NULL,
+					      (const char *)getauxval(AT_EXECFN))
+			<< 5;
+	else
+		kind |= (int)ef_object_judged(genuine, subms, obj->name, NULL) << 5;
 	return kind;
 }
 
@@ -176,7 +178,7 @@ static enum ef_runtime classify(const void *ra, int cache)
 	 * no other loaded object shares. */
 	if (!map_get(objects, OBJECTS, obj.phdr, &kind)) {
 		opened = ef_elf_open(&elf, obj.bias, obj.phdr, obj.phnum, NULL) == 0;
-		kind = object_kind(&obj, &elf);
+		kind = object_kind(&obj, &elf, cache);
 		if (cache)
 			map_put(objects, OBJECTS, obj.phdr, kind);
 	}
