@@ -57,6 +57,17 @@ assert_all_upgraded() {
 	grep -q "1ms left alone as meant: $COUNT (recognised: libuv;" <<<"$stderr" || fail "$stderr"
 }
 
+# glibc's dladdr takes the loader lock that dlopen holds while constructors
+# run: a first wait from a new call site would wait for the constructor (5 s
+# here), or for ever if the constructor waited for that thread.
+@test "a first wait from a new call site does not wait for another thread's dlopen" {
+	run preload "$EPOLLFIX_PROGS/ef-late-open" --during "$EPOLLFIX_PROGS/libef-late-ctor.so"
+	assert_success
+	local us
+	us=$(field first_wait_us)
+	[ -n "$us" ] && [ "$us" -lt 1000000 ] || fail "the first wait took ${us}us: $output"
+}
+
 @test "JNI: a function named Java_* keeps its 1 ms, whatever its object" {
 	late plain Java_ef_Late_wait
 	assert_all_meant
