@@ -15,6 +15,21 @@ int ef_elf_contains(uintptr_t bias, const ElfW(Phdr) *phdr, size_t phnum, uintpt
 	return 0;
 }
 
+const ElfW(Phdr) *ef_elf_phdr_at(const void *map_start, const void *map_end, size_t *phnum)
+{
+	const ElfW(Ehdr) *e = map_start;
+	size_t size = (size_t)((const char *)map_end - (const char *)map_start);
+
+	*phnum = 0;
+	if (!e || map_end <= map_start || size < sizeof(*e) || memcmp(e->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    e->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+	    e->e_phentsize != sizeof(ElfW(Phdr)) || e->e_phoff > size ||
+	    e->e_phnum > (size - e->e_phoff) / sizeof(ElfW(Phdr)))
+		return NULL;
+	*phnum = e->e_phnum;
+	return (const ElfW(Phdr) *)((const char *)map_start + e->e_phoff);
+}
+
 static int holds(const struct ef_elf *o, const void *p, size_t len)
 {
 	uintptr_t a = (uintptr_t)p;

@@ -31,6 +31,11 @@ struct ef_elf {
 /* 1 when addr lies in one of the object's loaded segments. */
 int ef_elf_contains(uintptr_t bias, const ElfW(Phdr) *phdr, size_t phnum, uintptr_t addr);
 
+/* The program headers of an object whose first loaded segment, mapped from
+ * map_start to map_end, holds its ELF header (as linkers lay objects out):
+ * NULL when it does not. */
+const ElfW(Phdr) *ef_elf_phdr_at(const void *map_start, const void *map_end, size_t *phnum);
+
 /* Finds the dynamic symbol table from the program headers. dyn: the dynamic
  * section to read instead of PT_DYNAMIC's (for tests), or NULL. Returns 0, or
  * -1 when the object has no usable table (o then finds nothing). */

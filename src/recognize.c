@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "recognize.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
@@ -36,11 +37,22 @@ const char *ef_runtime_name(enum ef_runtime rt)
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
 }
 
-/* Read by the constructor: the lists, and the program's executable, which
- * dl_iterate_phdr names "" (glibc) or as argv[0] (musl). Until then answers
- * are not cached. */
+/* Read by the constructor: the lists, the program's executable (the loader
+ * names it "" on glibc, argv[0] on musl) and glibc's lock-free lookup. Until
+ * then answers are not cached. */
 static char genuine_list[4096], subms_list[4096], exe_path[4096];
 static _Atomic int ready;
+
+#if defined(__GLIBC__) && defined(__GLIBC_PREREQ)
+#if __GLIBC_PREREQ(2, 35)
+#define HAVE_DL_FIND_OBJECT 1
+#endif
+#endif
+
+#ifdef HAVE_DL_FIND_OBJECT
+/* Looked up, not linked: the library still loads on glibc before 2.35. */
+static _Atomic(void *) find_object_fn;
+#endif
 
 static void copy_env(char *to, size_t size, const char *name)
 {
@@ -60,25 +72,34 @@ void ef_recognize_init(void)
 	copy_env(subms_list, sizeof(subms_list), "EPOLLFIX_SUBMS_CALLERS");
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	exe_path[n > 0 ? n : 0] = '\0';
+#ifdef HAVE_DL_FIND_OBJECT
+	atomic_store_explicit(&find_object_fn, dlsym(RTLD_DEFAULT, "_dl_find_object"),
+			      memory_order_relaxed);
+#endif
 	errno = saved;
 	atomic_store_explicit(&ready, 1, memory_order_release);
 }
 
-/* The loaded object holding an address, from dl_iterate_phdr. dladdr would
- * serve too, but glibc's takes the loader's main lock, which dlopen holds
- * while the new objects' constructors run: a thread's first wait would stall
- * behind another thread's dlopen, for ever if that constructor waits for the
- * thread. dl_iterate_phdr takes only the lock that guards the list of objects
- * (held while it changes, never around user code); musl's dlopen drops its
- * lock before constructors and both functions take it to read. Neither
- * allocates. */
+/* The loaded object holding an address. Not dladdr: glibc's takes the
+ * loader's main lock, which dlopen holds while the new objects' constructors
+ * run, so a thread's first wait would stall behind another thread's dlopen,
+ * for ever if that constructor waited for the thread.
+ * - glibc 2.35 and later: _dl_find_object, which reads the loader's table
+ *   without a lock (it is async-signal-safe), then the program headers from
+ *   the ELF header at the start of the object's mapping.
+ * - Otherwise (musl, older glibc, before the constructor): dl_iterate_phdr.
+ *   glibc's takes only the lock that guards the list of objects, held while
+ *   the list changes and never around user code (but, unlike the main lock,
+ *   not reset in a child of fork: a fork while another thread held it would
+ *   hang the child's first new call site). musl's dlopen drops its lock before
+ *   constructors, and dl_iterate_phdr takes it briefly to read.
+ * None of them allocates. */
 struct object {
 	uintptr_t addr;
 	uintptr_t bias;
 	const ElfW(Phdr) *phdr;
 	size_t phnum;
 	const char *name;
-	unsigned index; /* 0: the program, listed first by glibc and musl alike */
 	int found;
 };
 
@@ -86,16 +107,44 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct object *o = data;
 	(void)size;
-	if (!ef_elf_contains(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, o->addr)) {
-		o->index++;
+	if (!ef_elf_contains(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, o->addr))
 		return 0;
-	}
 	o->bias = info->dlpi_addr;
 	o->phdr = info->dlpi_phdr;
 	o->phnum = info->dlpi_phnum;
 	o->name = info->dlpi_name;
 	o->found = 1;
 	return 1;
+}
+
+static void locate(struct object *o)
+{
+#ifdef HAVE_DL_FIND_OBJECT
+	void *fn = atomic_load_explicit(&find_object_fn, memory_order_relaxed);
+	struct dl_find_object r;
+	if (fn) {
+		if (((__typeof__(&_dl_find_object))fn)((void *)o->addr, &r) != 0)
+			return; /* generated code: in no object */
+		size_t phnum;
+		const ElfW(Phdr) *ph = ef_elf_phdr_at(r.dlfo_map_start, r.dlfo_map_end, &phnum);
+		uintptr_t bias = r.dlfo_link_map->l_addr;
+		if (ph && ef_elf_contains(bias, ph, phnum, o->addr)) {
+			o->bias = bias;
+			o->phdr = ph;
+			o->phnum = phnum;
+			o->name = r.dlfo_link_map->l_name;
+			o->found = 1;
+			return;
+		}
+	}
+#endif
+	dl_iterate_phdr(find_object, o);
+}
+
+/* The program is the object holding the program headers the kernel loaded. */
+static int is_program(const struct object *o)
+{
+	return ef_elf_contains(o->bias, o->phdr, o->phnum, (uintptr_t)getauxval(AT_PHDR));
 }
 
 /* What an object is, whoever calls from it: one small word per object. */
@@ -117,7 +166,7 @@ static int object_kind(const struct object *obj, const struct ef_elf *elf, int l
 	/* JNI code (libnio's Java_sun_nio_ch_EPoll_wait) is exported by name. */
 	if (ef_elf_defines_prefix(elf, "Java_"))
 		kind |= KIND_JNI;
-	if (obj->index == 0)
+	if (is_program(obj))
 		kind |= (int)ef_object_judged(genuine, subms, lists_read ? exe_path : NULL,
 					      (const char *)getauxval(AT_EXECFN))
 			<< 5;
@@ -171,7 +220,7 @@ static enum ef_runtime classify(const void *ra, int cache)
 	struct ef_elf elf;
 	int kind, opened = 0;
 
-	dl_iterate_phdr(find_object, &obj);
+	locate(&obj);
 	if (!obj.found) /* generated code: no object, no name */
 		return EF_RT_UNKNOWN;
 	/* The program headers are the object's own (or its loader's copy): a key

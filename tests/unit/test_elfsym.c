@@ -224,3 +224,36 @@ Test(elfsym, no_dynamic_section)
 	cr_assert_eq(ef_elf_open(&n, o.bias, o.phdr, 0, NULL), -1);
 	dlclose(h);
 }
+
+/* glibc 2.35's _dl_find_object gives the mapping, not the program headers:
+ * they are read from the ELF header the first segment maps. */
+Test(elfsym, program_headers_from_the_elf_header)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+	void *h = libuv();
+	const void *where[] = { dlsym(h, "uv_run"), (const void *)object_at };
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		struct dl_find_object r;
+		struct found f = object_at(where[i]);
+		size_t phnum;
+
+		cr_assert_eq(_dl_find_object((void *)where[i], &r), 0);
+		const ElfW(Phdr) *ph = ef_elf_phdr_at(r.dlfo_map_start, r.dlfo_map_end, &phnum);
+		cr_assert_not_null(ph);
+		cr_assert_eq(phnum, f.phnum);
+		cr_assert_eq(memcmp(ph, f.phdr, phnum * sizeof(*ph)), 0);
+		cr_assert_eq(r.dlfo_link_map->l_addr, f.bias);
+		cr_assert(ef_elf_contains(f.bias, ph, phnum, (uintptr_t)where[i]));
+	}
+	dlclose(h);
+
+	/* Not an ELF header: refused. */
+	static const char junk[256] = "not an ELF header";
+	size_t n = 99;
+	cr_assert_null(ef_elf_phdr_at(junk, junk + sizeof(junk), &n));
+	cr_assert_eq(n, 0);
+	cr_assert_null(ef_elf_phdr_at(junk, junk, &n));
+#else
+	cr_skip_test("glibc before 2.35 has no _dl_find_object");
+#endif
+}
