@@ -26,6 +26,9 @@ static int item_matches(const char *item, size_t n, const char *path)
 	base = base ? base + 1 : path;
 	size_t blen = strlen(base);
 
+	if (memchr(item, '/', n)) /* a path names that path */
+		return strlen(path) == n && strncmp(path, item, n) == 0;
+
 	if (blen >= n && strncmp(base, item, n) == 0 && version_suffix(base + n, blen - n))
 		return 1;
 	/* Directory names: each component before the basename. */

@@ -10,6 +10,7 @@
  *   - the basename up to a version suffix:     libzmq.so    (libzmq.so.5, and
  *                                              libzmq.so.5 matches libzmq.so.5.2.4)
  *   - one of the path's directory names:       gevent       (.../gevent/libev/x.so)
+ *   - the path itself, for an item with a '/': /opt/app/lib/libfoo.so
  * Blanks around an item are ignored, and so are empty items. */
 int ef_object_listed(const char *list, const char *path);
 

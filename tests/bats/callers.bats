@@ -76,8 +76,10 @@ assert_all_upgraded() {
 @test "EPOLLFIX_GENUINE_CALLERS: a named object's 1 ms is left alone" {
 	late plain late_wait EPOLLFIX_GENUINE_CALLERS=libef-late-plain.so
 	assert_all_meant
-	# By a directory name, among other items.
+	# By a directory name, among other items, or by its path.
 	late plain late_wait EPOLLFIX_GENUINE_CALLERS="libzmq.so, progs"
+	assert_all_meant
+	late plain late_wait EPOLLFIX_GENUINE_CALLERS="$EPOLLFIX_PROGS/libef-late-plain.so"
 	assert_all_meant
 	# Other objects are not affected.
 	late plain late_wait EPOLLFIX_GENUINE_CALLERS=libef-late-uv.so,libzmq.so

@@ -36,9 +36,19 @@ Test(callers, directory_names)
 	cr_assert(ef_object_listed("site-packages", CORECEXT));
 	cr_assert(ef_object_listed("gevent", "gevent/libuv/_corecffi.abi3.so"), "relative paths");
 	cr_assert_not(ef_object_listed("geven", CORECEXT));
-	cr_assert_not(ef_object_listed("gevent/libev", CORECEXT), "one name, not a path");
+	cr_assert_not(ef_object_listed("gevent/libev", CORECEXT), "one name, or a whole path");
 	cr_assert_not(ef_object_listed("corecext", CORECEXT), "the basename is matched whole");
 	cr_assert_not(ef_object_listed("lib", "/usr/lib64/libfoo.so"));
+}
+
+Test(callers, paths)
+{
+	cr_assert(ef_object_listed("/usr/lib/libzmq.so.5", "/usr/lib/libzmq.so.5"));
+	cr_assert(ef_object_listed("x, " CORECEXT, CORECEXT));
+	cr_assert_not(ef_object_listed("/usr/lib/libzmq.so", "/usr/lib/libzmq.so.5"),
+		      "a path is matched whole");
+	cr_assert_not(ef_object_listed("lib/libzmq.so.5", "/usr/lib/libzmq.so.5"));
+	cr_assert_not(ef_object_listed("gevent/", CORECEXT));
 }
 
 Test(callers, lists)
