@@ -97,6 +97,21 @@ assert_all_upgraded() {
 	grep -q "(recognised: listed in EPOLLFIX_SUBMS_CALLERS;" <<<"$stderr" || fail "$stderr"
 }
 
+# EPOLLFIX_ADAPT=safe leaves alone a 1 ms stream it cannot show to be sub-ms;
+# the list is how a whole host keeps one known loop precise.
+@test "EPOLLFIX_SUBMS_CALLERS with EPOLLFIX_ADAPT=safe: a listed ticker keeps every upgrade" {
+	COUNT=100 # safe takes up to about 30 waits to leave a ticker alone
+	run preload EPOLLFIX_LOG=debug EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count "$COUNT"
+	assert_success
+	count_decisions
+	[ "$meant" -gt 0 ] || fail "safe left no wait alone: $output"
+	run preload EPOLLFIX_LOG=debug EPOLLFIX_ADAPT=safe EPOLLFIX_SUBMS_CALLERS=ef-sleep \
+		"$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count "$COUNT"
+	assert_success
+	count_decisions
+	assert_all_upgraded
+}
+
 @test "an object named in both lists is genuine" {
 	late plain late_wait EPOLLFIX_SUBMS_CALLERS=progs EPOLLFIX_GENUINE_CALLERS=libef-late-plain.so
 	assert_all_meant
