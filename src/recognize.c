@@ -6,7 +6,6 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -37,11 +36,20 @@ const char *ef_runtime_name(enum ef_runtime rt)
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
 }
 
-/* Read by the constructor: the lists, the program's executable (the loader
- * names it "" on glibc, argv[0] on musl) and glibc's lock-free lookup. Until
- * then answers are not cached. */
-static char genuine_list[4096], subms_list[4096], exe_path[4096];
-static _Atomic int ready;
+/* EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS, handed over when the
+ * configuration is read; the program's executable (the loader names it "" on
+ * glibc, argv[0] on musl) and glibc's lock-free lookup, by the constructor.
+ * Answers are cached only once all of them are known. */
+static _Atomic(const char *) genuine_list, subms_list;
+static _Atomic int lists_known, ready;
+static char exe_path[4096];
+
+void ef_recognize_lists(const char *genuine_callers, const char *subms_callers)
+{
+	atomic_store_explicit(&genuine_list, genuine_callers, memory_order_relaxed);
+	atomic_store_explicit(&subms_list, subms_callers, memory_order_relaxed);
+	atomic_store_explicit(&lists_known, 1, memory_order_release);
+}
 
 #if defined(__GLIBC__) && defined(__GLIBC_PREREQ)
 #if __GLIBC_PREREQ(2, 35)
@@ -54,22 +62,10 @@ static _Atomic int ready;
 static _Atomic(void *) find_object_fn;
 #endif
 
-static void copy_env(char *to, size_t size, const char *name)
-{
-	const char *v = getenv(name);
-	size_t n = v ? strlen(v) : 0;
-	if (n >= size)
-		n = 0; /* longer than any list of names: ignored */
-	memcpy(to, v ? v : "", n);
-	to[n] = '\0';
-}
-
 void ef_recognize_init(void)
 {
 	int saved = errno;
 
-	copy_env(genuine_list, sizeof(genuine_list), "EPOLLFIX_GENUINE_CALLERS");
-	copy_env(subms_list, sizeof(subms_list), "EPOLLFIX_SUBMS_CALLERS");
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	exe_path[n > 0 ? n : 0] = '\0';
 #ifdef HAVE_DL_FIND_OBJECT
@@ -152,11 +148,16 @@ static int is_program(const struct object *o)
 #define KIND_JNI 0x10    /* defines Java_ symbols: look at the calling function */
 #define KIND_LISTED 0x60 /* enum ef_listed << 5 */
 
-/* lists_read: the constructor has filled the lists (before, they are not read). */
-static int object_kind(const struct object *obj, const struct ef_elf *elf, int lists_read)
+/* known: the lists and the program's path are known. */
+static int object_kind(const struct object *obj, const struct ef_elf *elf, int known)
 {
 	int kind = EF_RT_UNKNOWN;
-	const char *genuine = lists_read ? genuine_list : NULL, *subms = lists_read ? subms_list : NULL;
+	const char *genuine = NULL, *subms = NULL;
+
+	if (atomic_load_explicit(&lists_known, memory_order_acquire)) {
+		genuine = atomic_load_explicit(&genuine_list, memory_order_relaxed);
+		subms = atomic_load_explicit(&subms_list, memory_order_relaxed);
+	}
 
 	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
 		if (ef_elf_lookup(elf, markers[i].symbol)) {
@@ -167,7 +168,7 @@ static int object_kind(const struct object *obj, const struct ef_elf *elf, int l
 	if (ef_elf_defines_prefix(elf, "Java_"))
 		kind |= KIND_JNI;
 	if (is_program(obj))
-		kind |= (int)ef_object_judged(genuine, subms, lists_read ? exe_path : NULL,
+		kind |= (int)ef_object_judged(genuine, subms, known ? exe_path : NULL,
 					      (const char *)getauxval(AT_EXECFN))
 			<< 5;
 	else
@@ -257,8 +258,10 @@ enum ef_runtime ef_caller_runtime(const void *ra)
 
 	if (map_get(sites, SITES, ra, &rt))
 		return (enum ef_runtime)rt;
-	/* Before the constructor the lists are unknown: answer without caching. */
-	int cache = atomic_load_explicit(&ready, memory_order_acquire);
+	/* Before the constructor, or while another thread reads the configuration,
+	 * the answer may lack a list or the program's path: it is not cached. */
+	int cache = atomic_load_explicit(&ready, memory_order_acquire) &&
+		    atomic_load_explicit(&lists_known, memory_order_acquire);
 	int saved = errno;
 	rt = (int)classify(ra, cache);
 	errno = saved;

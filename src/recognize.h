@@ -26,8 +26,12 @@ static inline int ef_runtime_genuine(enum ef_runtime rt)
 	return rt != EF_RT_UNKNOWN && rt != EF_RT_USER_SUBMS;
 }
 
-/* Reads the lists and the program's path (constructor: before it, answers are
- * given but not cached). */
+/* The lists of EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS, as read
+ * with the configuration (kept, not copied: they must stay). */
+void ef_recognize_lists(const char *genuine_callers, const char *subms_callers);
+
+/* Reads the program's path (constructor: before it, answers are given but not
+ * cached). */
 void ef_recognize_init(void);
 
 /* The class of the call site at return address ra. The first call from a site
