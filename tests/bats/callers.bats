@@ -132,3 +132,29 @@ assert_all_upgraded() {
 	count_decisions
 	assert_all_upgraded
 }
+
+# uvloop and gevent's libuv loop: Python extensions with libuv built in, which
+# export uv_run and are imported long after the library's constructor. Their
+# 1 ms waits, the first included, are all left alone. They run on BUILD/venv's
+# python (scripts/install-deps, tests/matrix/requirements.txt), glibc only.
+python_libuv_loop() {
+	need_glibc
+	local py=$EPOLLFIX_BUILD/venv/bin/python
+	[ -x "$py" ] || skip "no $py (scripts/install-deps)"
+	run preload EPOLLFIX_LOG=debug "$@" "$py" "$EPOLLFIX_SRC/tests/matrix/py_loop.py" \
+		"$LOOP" sleep 1e-3 "$COUNT"
+	assert_success
+	count_decisions
+	[ "$upgraded" = 0 ] || fail "$upgraded 1 ms waits upgraded: $output"
+	[ "$meant" -gt 0 ] || fail "no 1 ms wait: $output"
+	grep -m1 'timeout=1ms)' <<<"$output" | grep -q 'passed through (1ms meant)' ||
+		fail "the first 1 ms wait was not left alone: $output"
+}
+
+@test "uvloop, imported after start-up: every 1 ms wait left alone, the first included" {
+	LOOP=uvloop python_libuv_loop
+}
+
+@test "gevent's libuv loop, imported after start-up: every 1 ms wait left alone, the first included" {
+	LOOP=gevent python_libuv_loop GEVENT_LOOP=libuv
+}
