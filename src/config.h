@@ -53,6 +53,14 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	    "it (libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; " \
 	    "safe: also leave alone every stream not shown to be sub-ms (a whole host); "         \
 	    "off: upgrade every rounded-up wait by SUBMS steps")                                 \
+	/* Lists of objects: a library's file name (libzmq.so.5, or libzmq.so for any        \
+	 * version), a directory in its path (gevent), a path, or the program's name. */      \
+	TEXT(genuine_callers, GENUINE_CALLERS, "genuine-callers", EF_LIST_SIZE, 1, "", "", NULL, \
+	     "=NAME[,NAME...]",                                                                  \
+	     "leave alone the 1 ms waits of these objects (libzmq.so, gevent, the program)")     \
+	TEXT(subms_callers, SUBMS_CALLERS, "subms-callers", EF_LIST_SIZE, 1, "", "", NULL,      \
+	     "=NAME[,NAME...]",                                                                  \
+	     "always upgrade the 1 ms waits of these objects, even recognised ones")             \
 	/* Longer than PATH_MAX could not be opened anyway: report on stderr instead. */         \
 	TEXT(stats, STATS, "stats", EF_PATH_SIZE, 0, "", "1", "1", "[=FILE]",                    \
 	     "report at exit: 1 to stderr, or appended to FILE (%p: the pid)")                    \

@@ -119,7 +119,11 @@ static void learned(enum ef_learned what)
 
 static enum ef_caller caller_of(const void *ra)
 {
-	return ef_caller_runtime(ra) != EF_RT_UNKNOWN ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
+	enum ef_runtime rt = ef_caller_runtime(ra);
+
+	if (rt == EF_RT_USER_SUBMS)
+		return EF_CALLER_SUBMS;
+	return ef_runtime_genuine(rt) ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
 }
 
 /* The policy's protocol (policy.h): before, the wait it chose (or the real

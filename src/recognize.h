@@ -1,6 +1,9 @@
-/* Which event loop called epoll_wait: recognised by the code at the call's
- * return address, once per call site. Loops whose clocks or APIs work in whole
- * milliseconds (libuv and Node.js, nginx, libevent, Java NIO) mean their 1 ms. */
+/* Who called epoll_wait, judged once per call site from the code at the call's
+ * return address: the event loop whose object it is (loops whose clocks or
+ * APIs work in whole milliseconds mean their 1 ms: libuv and Node.js, nginx,
+ * libevent, Java NIO), or what EPOLLFIX_GENUINE_CALLERS and
+ * EPOLLFIX_SUBMS_CALLERS say about that object. This only classifies; the
+ * policy decides what each class gets. */
 #ifndef EPOLLFIX_RECOGNIZE_H
 #define EPOLLFIX_RECOGNIZE_H
 
@@ -10,19 +13,37 @@ enum ef_runtime {
 	EF_RT_NGINX,
 	EF_RT_LIBEVENT,
 	EF_RT_JAVA,
+	EF_RT_USER_GENUINE, /* named in EPOLLFIX_GENUINE_CALLERS: its 1 ms is meant */
+	EF_RT_USER_SUBMS,   /* named in EPOLLFIX_SUBMS_CALLERS: its 1 ms is rounded up */
 	EF_RT_COUNT
 };
 
-/* Looks the runtimes' marker symbols up (constructor: dlsym may allocate). */
+/* Whether a class means its 1 ms: every recognised runtime and the listed
+ * genuine callers. EF_RT_UNKNOWN is for the learner to judge; EF_RT_USER_SUBMS
+ * is never genuine, whatever is learned. */
+static inline int ef_runtime_genuine(enum ef_runtime rt)
+{
+	return rt != EF_RT_UNKNOWN && rt != EF_RT_USER_SUBMS;
+}
+
+/* The lists of EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS, as read
+ * with the configuration (kept, not copied: they must stay). */
+void ef_recognize_lists(const char *genuine_callers, const char *subms_callers);
+
+/* Reads the program's path (constructor: before it, answers are given but not
+ * cached). */
 void ef_recognize_init(void);
 
-/* The runtime whose code contains return address ra. The first call from a
- * site asks dladdr (no allocation); later ones hit a cache. */
+/* The class of the call site at return address ra. The first call from a site
+ * finds its object with dl_iterate_phdr and reads the object's dynamic symbols
+ * in memory (no allocation, no dlsym), so objects loaded at any time are
+ * recognised; later calls hit a cache. */
 enum ef_runtime ef_caller_runtime(const void *ra);
 
+/* "libuv", ..., "listed in EPOLLFIX_SUBMS_CALLERS": for the report. */
 const char *ef_runtime_name(enum ef_runtime rt);
 
-/* Bit (1 << rt) for every runtime recognised so far, for the report. */
+/* Bit (1 << rt) for every class seen so far but EF_RT_UNKNOWN, for the report. */
 unsigned ef_runtimes_seen(void);
 
 #endif

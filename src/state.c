@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "recognize.h"
 #include "sysconf.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
@@ -140,6 +141,7 @@ static int load_once(void)
 		if (secure_execution())
 			text.stats[0] = '\0';
 		select_program(&c, &text);
+		ef_recognize_lists(text.genuine_callers, text.subms_callers);
 		while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 			sched_yield();
 		publish(&c);
