@@ -117,13 +117,20 @@ static void learned(enum ef_learned what)
 		ef_stats_learned(my_slot(), what);
 }
 
-static enum ef_caller caller_of(const void *ra)
+static enum ef_caller caller_of(enum ef_runtime rt)
 {
-	enum ef_runtime rt = ef_caller_runtime(ra);
-
 	if (rt == EF_RT_USER_SUBMS)
 		return EF_CALLER_SUBMS;
 	return ef_runtime_genuine(rt) ? EF_CALLER_GENUINE : EF_CALLER_UNKNOWN;
+}
+
+/* How the report names the site's caller. */
+static unsigned caller_flags(enum ef_runtime rt)
+{
+	return rt == EF_RT_USER_SUBMS	   ? EF_SF_LISTED_SUBMS
+	       : rt == EF_RT_USER_GENUINE ? EF_SF_LISTED_GENUINE
+	       : ef_runtime_genuine(rt)	   ? EF_SF_RECOGNISED
+					   : 0;
 }
 
 /* The policy's protocol (policy.h): before, the wait it chose (or the real
@@ -138,8 +145,9 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	if (!ef_state_config(&c))
 		c = (struct ef_config){ .disable = 1 };
 	struct ef_request in = { .timeout_ms = timeout, .site = ra };
+	enum ef_runtime rt = EF_RT_UNKNOWN;
 	if (ef_wants_caller(&c, timeout))
-		in.caller = caller_of(ra);
+		in.caller = caller_of(rt = ef_caller_runtime(ra));
 	if (ef_wants_clock(&c, t, timeout))
 		in.now_ns = mono_ns();
 	struct ef_decision d = ef_before(&c, t, &in);
@@ -165,7 +173,7 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	if (d.ended)
 		ef_stats_site_ended(d.ended);
 	if (ef_rounded_up(&c, timeout))
-		ef_stats_site(ra, ef_site_of(t, ra), d, in.caller == EF_CALLER_GENUINE);
+		ef_stats_site(ra, ef_site_of(t, ra), d, caller_flags(rt));
 	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
 	if (ef_log_on(EF_LOG_DEBUG))
 		debug_line(call, epfd, timeout, d, r);

@@ -98,10 +98,16 @@ void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config 
 	uint64_t ms = atomic_load_explicit(&row->wait_ns, memory_order_relaxed) / 1000000;
 
 	ef_fmt(line(out, pid, "site"), "%s: ", where);
-	if (f & EF_SF_RECOGNISED) {
-		ef_fmt(out, "a runtime whose 1 ms is genuine; %" PRIu64
-			    " waits left alone (EPOLLFIX_ADAPT=off would upgrade them)\n",
-		       alone);
+	if (f & (EF_SF_RECOGNISED | EF_SF_LISTED_GENUINE)) {
+		ef_fmt(out, "%s; %" PRIu64 " waits left alone (%s would upgrade them)\n",
+		       f & EF_SF_LISTED_GENUINE ? "listed in EPOLLFIX_GENUINE_CALLERS"
+						: "a runtime whose 1 ms is genuine",
+		       alone, "EPOLLFIX_SUBMS_CALLERS naming its object");
+		return;
+	}
+	if (f & EF_SF_LISTED_SUBMS) {
+		ef_fmt(out, "listed in EPOLLFIX_SUBMS_CALLERS; %" PRIu64 " waits upgraded in SUBMS steps\n",
+		       up);
 		return;
 	}
 	/* A site whose runs end, and that once sent a stream that did not, is

@@ -99,10 +99,10 @@ static struct ef_site_row *site_row(const void *ra)
 }
 
 void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
-		   int recognised)
+		   unsigned caller_flags)
 {
 	struct ef_site_row *row = site_row(ra);
-	unsigned flags = recognised ? EF_SF_RECOGNISED : 0;
+	unsigned flags = caller_flags;
 
 	if (!row)
 		return;

@@ -103,6 +103,8 @@ enum {
 	EF_SF_PROVEN = 4,      /* a deadline finer than the request was seen */
 	EF_SF_RECOGNISED = 8,  /* the caller's object is a runtime whose 1 ms is genuine */
 	EF_SF_BACKED_OFF = 16, /* left alone after a verdict (grid, or safe) */
+	EF_SF_LISTED_GENUINE = 32, /* named in EPOLLFIX_GENUINE_CALLERS */
+	EF_SF_LISTED_SUBMS = 64,   /* named in EPOLLFIX_SUBMS_CALLERS */
 };
 
 struct ef_site_row {
@@ -115,10 +117,11 @@ struct ef_site_row {
 };
 extern struct ef_site_row ef_site_rows[EF_SITE_ROWS];
 
-/* After a rounded-up request from ra: what was done and what the policy knows
- * of the site now (NULL: nothing). */
+/* After a rounded-up request from ra: what was done, what the policy knows
+ * of the site now (NULL: nothing), and how its caller was classed
+ * (EF_SF_RECOGNISED, EF_SF_LISTED_*, or 0). */
 void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
-		   int recognised);
+		   unsigned caller_flags);
 
 /* A run of requests from ra ended (ef_decision.ended). */
 void ef_stats_site_ended(const void *ra);

@@ -55,6 +55,8 @@ assert_all_upgraded() {
 		"$EPOLLFIX_PROGS/libef-late-uv.so" late_wait "$COUNT"
 	assert_success
 	grep -q "1ms left alone as meant: $COUNT (recognised: libuv;" <<<"$stderr" || fail "$stderr"
+	grep -q "site: libef-late-uv.so (late_wait+[0-9]*): a runtime whose 1 ms is genuine; $COUNT waits left alone (EPOLLFIX_SUBMS_CALLERS naming its object would upgrade them)" <<<"$stderr" ||
+		fail "$stderr"
 }
 
 # glibc's dladdr takes the loader lock that dlopen holds while constructors
@@ -95,6 +97,8 @@ assert_all_upgraded() {
 		"$EPOLLFIX_PROGS/ef-late-open" "$EPOLLFIX_PROGS/libef-late-uv.so" late_wait "$COUNT"
 	assert_success
 	grep -q "(recognised: listed in EPOLLFIX_SUBMS_CALLERS;" <<<"$stderr" || fail "$stderr"
+	grep -q "site: libef-late-uv.so (late_wait+[0-9]*): listed in EPOLLFIX_SUBMS_CALLERS; $COUNT waits upgraded in SUBMS steps" <<<"$stderr" ||
+		fail "$stderr"
 }
 
 # EPOLLFIX_ADAPT=safe leaves alone a 1 ms stream it cannot show to be sub-ms;
