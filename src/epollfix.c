@@ -15,14 +15,17 @@
 #include "epollfix.h"
 #include "real.h"
 #include "report.h"
+#include "status.h"
 #include "sysconf.h"
+#include "target.h"
 
 #define EXIT_USAGE 2
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: epollfix [options] [--] command [args...]\n"
-		     "       epollfix --check [options]\n\n"
+		     "       epollfix --check [options] [PROGRAM]\n"
+		     "       epollfix status [--json] [--watch[=1s]] [PID]\n\n"
 		     "Runs command with libepollfix.so preloaded: epoll waits of a rounded-up\n"
 		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
 		     "Options (each sets the variable in brackets; the default in parentheses):\n");
@@ -36,9 +39,12 @@ static void usage(FILE *out)
 	}
 	fprintf(out, "  --%-20s [%s=%s] the same as --%s=%s\n", EF_ALIAS_NAME,
 		ef_var_find(EF_ALIAS_VAR)->env, EF_ALIAS_VALUE, EF_ALIAS_VAR, EF_ALIAS_VALUE);
-	fprintf(out, "  --check                say whether epoll_pwait2 works here, and the policy\n"
+	fprintf(out, "  --check [PROGRAM]      say whether epoll_pwait2 works here, and the policy;\n"
+		     "                         with PROGRAM, whether the library can act in it\n"
 		     "  --help, --version\n\n"
-		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms). See epollfix(1).\n");
+		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms).\n\n"
+		     "epollfix status: one line per running process with the library loaded;\n"
+		     "with PID, its report now (the exit report's text). See epollfix(1).\n");
 }
 
 /* The library beside this executable (a build tree), else where meson
@@ -169,6 +175,8 @@ int main(int argc, char **argv)
 	static struct ef_text scratch_text;
 	int i, want_check = 0;
 
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return ef_status_main(argc - 1, argv + 1);
 	ef_config_defaults(&scratch);
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		const char *arg = argv[i], *value;
@@ -212,8 +220,10 @@ int main(int argc, char **argv)
 
 	char lib[2 * PATH_MAX];
 	int have_lib = find_library(lib, sizeof(lib)) == 0;
-	if (want_check)
-		return check(lib, have_lib);
+	if (want_check) {
+		int r = check(lib, have_lib);
+		return i < argc && ef_target_check(argv[i], 0) != 0 ? 1 : r;
+	}
 	if (i >= argc) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -222,6 +232,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "epollfix: cannot find libepollfix.so (last tried %s)\n", lib);
 		return EXIT_USAGE;
 	}
+	/* The command still runs: a warning only, unless the log is quiet. */
+	const char *log = getenv("EPOLLFIX_LOG");
+	if (!log || strcmp(log, "quiet") != 0)
+		ef_target_check(argv[i], 1);
 	prepend_preload(lib);
 	execvp(argv[i], argv + i);
 	int err = errno;

@@ -4,6 +4,7 @@
  * a cycle (scripts/check-deps checks it). */
 #include <pthread.h>
 
+#include "live.h"
 #include "real.h"
 #include "recognize.h"
 #include "state.h"
@@ -24,6 +25,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_state_load();
 	ef_real_init();
 	ef_recognize_init();
+	ef_live_init();
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 

@@ -192,3 +192,9 @@ enum ef_pwait2_state ef_pwait2_state(int *why)
 		*why = atomic_load_explicit(&pw2_why, memory_order_relaxed);
 	return atomic_load_explicit(&pw2_state, memory_order_acquire);
 }
+
+void ef_pwait2_live(uint64_t *state_addr, uint64_t *why_addr)
+{
+	*state_addr = (uint64_t)(uintptr_t)&pw2_state;
+	*why_addr = (uint64_t)(uintptr_t)&pw2_why;
+}

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <time.h>
 
@@ -53,5 +54,8 @@ enum ef_pwait2_state ef_pwait2_state(int *why);
 
 /* Resolves everything now, so the wait path never calls dlsym (constructor). */
 void ef_real_init(void);
+
+/* For the status block (live.h): where the state and its errno live. */
+void ef_pwait2_live(uint64_t *state_addr, uint64_t *why_addr);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "callers.h"
 #include "elfsym.h"
+#include "fmt.h"
 
 /* A symbol only that runtime defines: the caller belongs to the runtime when
  * its own object defines the symbol (libuv.so, node's executable with libuv
@@ -34,6 +35,14 @@ static const char *const names[EF_RT_COUNT] = {
 const char *ef_runtime_name(enum ef_runtime rt)
 {
 	return rt < EF_RT_COUNT ? names[rt] : "unknown";
+}
+
+void ef_runtimes_text(unsigned seen, struct ef_buf *b)
+{
+	size_t start = b->len;
+	for (int i = 1; i < EF_RT_COUNT; i++)
+		if (seen & (1u << i))
+			ef_fmt(b, "%s%s", b->len > start ? ", " : "", ef_runtime_name((enum ef_runtime)i));
 }
 
 /* EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS, handed over when the
@@ -274,4 +283,9 @@ enum ef_runtime ef_caller_runtime(const void *ra)
 unsigned ef_runtimes_seen(void)
 {
 	return atomic_load_explicit(&seen, memory_order_relaxed) & ~(1u << EF_RT_UNKNOWN);
+}
+
+uint64_t ef_runtimes_live(void)
+{
+	return (uint64_t)(uintptr_t)&seen;
 }

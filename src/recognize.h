@@ -7,6 +7,8 @@
 #ifndef EPOLLFIX_RECOGNIZE_H
 #define EPOLLFIX_RECOGNIZE_H
 
+#include <stdint.h>
+
 enum ef_runtime {
 	EF_RT_UNKNOWN,
 	EF_RT_LIBUV,
@@ -43,7 +45,14 @@ enum ef_runtime ef_caller_runtime(const void *ra);
 /* "libuv", ..., "listed in EPOLLFIX_SUBMS_CALLERS": for the report. */
 const char *ef_runtime_name(enum ef_runtime rt);
 
+struct ef_buf;
+/* "libuv, nginx": the classes whose bits (1 << rt) are set, or nothing. */
+void ef_runtimes_text(unsigned seen, struct ef_buf *b);
+
 /* Bit (1 << rt) for every class seen so far but EF_RT_UNKNOWN, for the report. */
 unsigned ef_runtimes_seen(void);
+
+/* For the status block (live.h): the address of those bits (an _Atomic unsigned). */
+uint64_t ef_runtimes_live(void);
 
 #endif

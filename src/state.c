@@ -208,3 +208,13 @@ void ef_state_after_fork(void)
 	if (s & 1)
 		atomic_store(&seq, s + 1);
 }
+
+/* Where `epollfix status` finds the published configuration (live.c). */
+void ef_state_live(uint64_t *seq_addr, uint64_t *words_addr, uint32_t *nwords,
+		   uint64_t *selected_addr)
+{
+	*seq_addr = (uint64_t)(uintptr_t)&seq;
+	*words_addr = (uint64_t)(uintptr_t)words;
+	*nwords = NWORDS;
+	*selected_addr = (uint64_t)(uintptr_t)&selected;
+}

@@ -66,4 +66,9 @@ const char *ef_state_env(const char *name);
 /* In a fork child, before anything else runs there. */
 void ef_state_after_fork(void);
 
+/* For the status block (live.h): the addresses of the seqlock, of its words
+ * (struct ef_config) and of the selected flag, and the number of words. */
+void ef_state_live(uint64_t *seq_addr, uint64_t *words_addr, uint32_t *nwords,
+		   uint64_t *selected_addr);
+
 #endif

@@ -6,6 +6,7 @@
 #define EPOLLFIX_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -138,6 +139,9 @@ struct ef_totals {
 void ef_stats_learned(struct ef_slot *s, int learned);
 
 void ef_stats_sum(struct ef_totals *t);
+/* The same over any array of slots: this process's, or a copy read out of
+ * another process (`epollfix status`). Pure. */
+void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_totals *t);
 
 /* Writes the report where EPOLLFIX_STATS says, if it asks for one (at exit). */
 void ef_stats_report(void);

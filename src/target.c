@@ -1,0 +1,413 @@
+/* ELF inspection for the command (target.h). Files are read with pread only:
+ * a program is never run, and a library is read through the path the caller
+ * opened (for `status`, /proc/PID/map_files or /proc/PID/root). */
+#define _GNU_SOURCE
+#include "target.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static int read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+}
+
+int ef_file_open(int fd, struct ef_file *e)
+{
+	Elf64_Ehdr h;
+	const unsigned char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+
+	memset(e, 0, sizeof(*e));
+	e->fd = fd;
+	if (read_at(fd, &h, EI_NIDENT, 0) != 0 || memcmp(h.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    h.e_ident[EI_DATA] != native)
+		return -1;
+	if (h.e_ident[EI_CLASS] == ELFCLASS64) {
+		if (read_at(fd, &h, sizeof(h), 0) != 0)
+			return -1;
+		e->is64 = 1;
+		e->phoff = h.e_phoff;
+		e->shoff = h.e_shoff;
+		e->phnum = h.e_phnum;
+		e->shnum = h.e_shnum;
+		e->shstrndx = h.e_shstrndx;
+		e->phentsize = h.e_phentsize;
+		e->shentsize = h.e_shentsize;
+	} else if (h.e_ident[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr h32;
+		if (read_at(fd, &h32, sizeof(h32), 0) != 0)
+			return -1;
+		e->phoff = h32.e_phoff;
+		e->shoff = h32.e_shoff;
+		e->phnum = h32.e_phnum;
+		e->shnum = h32.e_shnum;
+		e->shstrndx = h32.e_shstrndx;
+		e->phentsize = h32.e_phentsize;
+		e->shentsize = h32.e_shentsize;
+	} else {
+		return -1;
+	}
+	if (e->phentsize != (e->is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+		e->phnum = 0;
+	if (e->shentsize != (e->is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)) ||
+	    e->shstrndx >= e->shnum)
+		e->shnum = 0;
+	return 0;
+}
+
+/* Program and section headers, widened to the 64-bit form. */
+static int phdr(const struct ef_file *e, unsigned i, Elf64_Phdr *p)
+{
+	if (e->is64)
+		return read_at(e->fd, p, sizeof(*p), e->phoff + (uint64_t)i * e->phentsize);
+	Elf32_Phdr q;
+	if (read_at(e->fd, &q, sizeof(q), e->phoff + (uint64_t)i * e->phentsize) != 0)
+		return -1;
+	*p = (Elf64_Phdr){ .p_type = q.p_type, .p_offset = q.p_offset, .p_vaddr = q.p_vaddr,
+			   .p_filesz = q.p_filesz, .p_memsz = q.p_memsz };
+	return 0;
+}
+
+static int shdr(const struct ef_file *e, unsigned i, Elf64_Shdr *s)
+{
+	if (e->is64)
+		return read_at(e->fd, s, sizeof(*s), e->shoff + (uint64_t)i * e->shentsize);
+	Elf32_Shdr q;
+	if (read_at(e->fd, &q, sizeof(q), e->shoff + (uint64_t)i * e->shentsize) != 0)
+		return -1;
+	*s = (Elf64_Shdr){ .sh_name = q.sh_name, .sh_type = q.sh_type, .sh_addr = q.sh_addr,
+			   .sh_offset = q.sh_offset, .sh_size = q.sh_size };
+	return 0;
+}
+
+int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset, uint64_t *addr,
+		   uint64_t *size)
+{
+	Elf64_Shdr names, s;
+	size_t len = strlen(name) + 1;
+	char buf[64];
+
+	if (len > sizeof(buf) || shdr(e, e->shstrndx, &names) != 0)
+		return -1;
+	for (unsigned i = 1; i < e->shnum; i++) {
+		if (shdr(e, i, &s) != 0 || s.sh_name >= names.sh_size ||
+		    s.sh_name + len > names.sh_size ||
+		    read_at(e->fd, buf, len, names.sh_offset + s.sh_name) != 0 ||
+		    memcmp(buf, name, len) != 0)
+			continue;
+		*offset = s.sh_offset;
+		*addr = s.sh_addr;
+		*size = s.sh_type == SHT_NOBITS ? 0 : s.sh_size;
+		return 0;
+	}
+	return -1;
+}
+
+int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr)
+{
+	Elf64_Phdr p;
+	for (unsigned i = 0; i < e->phnum; i++)
+		if (phdr(e, i, &p) == 0 && p.p_type == PT_LOAD && off >= p.p_offset &&
+		    off < p.p_offset + p.p_filesz) {
+			*vaddr = off - p.p_offset + p.p_vaddr;
+			return 0;
+		}
+	return -1;
+}
+
+int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_t size,
+		     uint64_t *value)
+{
+	uint64_t sym_off, sym_addr, sym_size, str_off, str_addr, str_size, best = 0;
+	uint32_t best_name = 0;
+	int found = 0;
+
+	if (!e->is64 || ef_file_section(e, ".dynsym", &sym_off, &sym_addr, &sym_size) != 0 ||
+	    ef_file_section(e, ".dynstr", &str_off, &str_addr, &str_size) != 0)
+		return -1;
+	for (uint64_t at = sym_off + sizeof(Elf64_Sym); at + sizeof(Elf64_Sym) <= sym_off + sym_size;
+	     at += sizeof(Elf64_Sym)) {
+		Elf64_Sym y;
+		if (read_at(e->fd, &y, sizeof(y), at) != 0)
+			return -1;
+		if (y.st_shndx == SHN_UNDEF || y.st_value == 0 || y.st_value > vaddr ||
+		    (y.st_size ? vaddr >= y.st_value + y.st_size : vaddr != y.st_value) ||
+		    (found && y.st_value < best))
+			continue;
+		best = y.st_value, best_name = y.st_name, found = 1;
+	}
+	if (!found || best_name >= str_size || size == 0)
+		return -1;
+	ssize_t n = pread(e->fd, name, size - 1, (off_t)(str_off + best_name));
+	if (n <= 0)
+		return -1;
+	name[n] = '\0';
+	*value = best;
+	return 0;
+}
+
+/* The first note of PT_NOTE segments with this owner and type: the length of
+ * its descriptor (copied up to cap), or -1. */
+static long find_note(const struct ef_file *e, const char *owner, uint32_t type, uint8_t *desc,
+		      size_t cap)
+{
+	Elf64_Phdr p;
+	size_t olen = strlen(owner) + 1;
+
+	for (unsigned i = 0; i < e->phnum; i++) {
+		if (phdr(e, i, &p) != 0 || p.p_type != PT_NOTE || p.p_filesz > (1u << 20))
+			continue;
+		uint64_t at = p.p_offset, end = p.p_offset + p.p_filesz;
+		Elf32_Nhdr n; /* the same 12 bytes in both classes */
+		while (at + sizeof(n) <= end && read_at(e->fd, &n, sizeof(n), at) == 0) {
+			uint64_t name_at = at + sizeof(n);
+			uint64_t desc_at = name_at + ((n.n_namesz + 3u) & ~3u);
+			char name[16];
+			if (n.n_type == type && n.n_namesz == olen && olen <= sizeof(name) &&
+			    read_at(e->fd, name, olen, name_at) == 0 && memcmp(name, owner, olen) == 0 &&
+			    desc_at + n.n_descsz <= end) {
+				size_t k = n.n_descsz < cap ? n.n_descsz : cap;
+				if (k && read_at(e->fd, desc, k, desc_at) != 0)
+					return -1;
+				return (long)n.n_descsz;
+			}
+			at = desc_at + ((n.n_descsz + 3u) & ~3u);
+		}
+	}
+	return -1;
+}
+
+size_t ef_file_build_id(const struct ef_file *e, uint8_t *id, size_t cap)
+{
+	long n = find_note(e, "GNU", NT_GNU_BUILD_ID, id, cap);
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap;
+}
+
+int ef_resolve_program(const char *program, char *out, size_t size)
+{
+	struct stat st;
+
+	if (!*program)
+		return -1;
+	if (strchr(program, '/')) {
+		if ((size_t)snprintf(out, size, "%s", program) >= size)
+			return -1;
+		return 0;
+	}
+	/* execvp: PATH, or glibc's default when unset; an empty item is ".". */
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		int n = (int)(end - p);
+		if ((size_t)snprintf(out, size, "%.*s%s%s", n, n ? p : ".", "/", program) < size &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+			return 0;
+		if (!*end)
+			break;
+		p = end;
+	}
+	return -1;
+}
+
+struct facts {
+	int elf, go, dynamic, secure_uid, secure_gid, caps;
+	char owner[64], group[64];
+};
+
+/* A Go program: the .go.buildinfo section (Go 1.13 and later), or the Go
+ * build-id note ("Go", type 4) in its PT_NOTE segment. */
+static int is_go(const struct ef_file *e)
+{
+	uint64_t off, addr, size;
+	uint8_t id[1];
+	return ef_file_section(e, ".go.buildinfo", &off, &addr, &size) == 0 ||
+	       find_note(e, "Go", 4, id, 0) >= 0;
+}
+
+static void learn(const char *path, struct facts *f)
+{
+	struct stat st;
+	struct ef_file e;
+	Elf64_Phdr p;
+
+	memset(f, 0, sizeof(*f));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 || ef_file_open(fd, &e) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	f->elf = 1;
+	for (unsigned i = 0; i < e.phnum; i++)
+		if (phdr(&e, i, &p) == 0 && p.p_type == PT_INTERP)
+			f->dynamic = 1;
+	f->go = is_go(&e);
+	/* The loader ignores LD_PRELOAD's paths in secure-execution mode, which
+	 * the kernel enters when exec changes the caller's user or group, or
+	 * grants file capabilities. */
+	f->secure_uid = (st.st_mode & S_ISUID) && st.st_uid != getuid();
+	f->secure_gid = (st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid();
+	f->caps = fgetxattr(fd, "security.capability", NULL, 0) > 0;
+	struct passwd *pw = getpwuid(st.st_uid);
+	struct group *gr = getgrgid(st.st_gid);
+	snprintf(f->owner, sizeof(f->owner), "%s", pw ? pw->pw_name : "another user");
+	snprintf(f->group, sizeof(f->group), "%s", gr ? gr->gr_name : "another group");
+	close(fd);
+}
+
+/* Starts one reason's line: "PATH " or, for a script, "PATH, a script run by X, which ". */
+static struct ef_buf *begin(struct ef_buf *out, const char *path, const char *who, int *n)
+{
+	++*n;
+	return ef_fmt(out, "%s%s%s", path, who ? ", " : " ", who ? who : "");
+}
+
+#define SECURE ": it runs in secure-execution mode, where the loader ignores LD_PRELOAD's " \
+	       "path to libepollfix, so the library cannot act\n"
+#define SECURE_PRELOADED ": it runs in secure-execution mode, where the loader ignores " \
+	       "LD_PRELOAD, but /etc/ld.so.preload loads libepollfix, with the system file's " \
+	       "settings only (secure execution ignores EPOLLFIX_* variables, so epollfix's " \
+	       "options too)\n"
+
+/* glibc's loader reads /etc/ld.so.preload for every program, setuid ones too:
+ * does it name a libepollfix? */
+static int preloaded_by_system(void)
+{
+	char buf[8192];
+	int fd = open("/etc/ld.so.preload", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (char *save = NULL, *w = strtok_r(buf, " \t\n:", &save); w;
+	     w = strtok_r(NULL, " \t\n:", &save)) {
+		const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
+		if (w[0] != '#' && strncmp(base, "libepollfix", 11) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* One line per reason the facts give; who is NULL, or "a script run by X, which ". */
+static int say(const char *path, const char *who, const struct facts *f, struct ef_buf *out)
+{
+	int n = 0;
+
+	if (!f->dynamic && f->go)
+		ef_fmt(begin(out, path, who, &n), "%s",
+		       "is a statically linked Go program: no dynamic loader runs, so LD_PRELOAD is "
+		       "ignored, and Go's runtime waits with raw system calls anyway; Go's own timer "
+		       "precision needs Go's epoll_pwait2 support\n");
+	else if (!f->dynamic)
+		ef_fmt(begin(out, path, who, &n), "%s",
+		       "is statically linked (no PT_INTERP): no dynamic loader runs, so LD_PRELOAD is "
+		       "ignored and libepollfix cannot act\n");
+	else if (f->go)
+		ef_fmt(begin(out, path, who, &n), "%s",
+		       "is a Go program: Go's runtime waits with raw system calls, which libepollfix "
+		       "cannot reach; only its C code (cgo libraries) is reached, such as a C library's "
+		       "busy loop under --clamp; Go's own timer precision needs Go's epoll_pwait2 "
+		       "support\n");
+	const char *secure = f->dynamic && (f->secure_uid || f->secure_gid || f->caps) &&
+					     preloaded_by_system()
+				     ? SECURE_PRELOADED
+				     : SECURE;
+	if (f->secure_uid)
+		ef_fmt(begin(out, path, who, &n), "is setuid %s%s", f->owner, secure);
+	if (f->secure_gid)
+		ef_fmt(begin(out, path, who, &n), "is setgid %s%s", f->group, secure);
+	if (f->caps)
+		ef_fmt(begin(out, path, who, &n), "has file capabilities%s", secure);
+	return n;
+}
+
+/* The interpreter a `#!` line names, into interp; through /usr/bin/env, the
+ * program env would run, resolved through PATH. 0, or -1 if not a script. */
+static int shebang(const char *path, char *interp, size_t size)
+{
+	char line[256 + 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -1;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	char *words[8], *save = NULL;
+	int nw = 0;
+	for (char *w = strtok_r(line + 2, " \t", &save); w && nw < 8; w = strtok_r(NULL, " \t", &save))
+		words[nw++] = w;
+	if (nw == 0)
+		return -1;
+	const char *base = strrchr(words[0], '/') ? strrchr(words[0], '/') + 1 : words[0];
+	if (strcmp(base, "env") == 0) {
+		/* env [-S] [-i] [NAME=value...] program: the first other word. */
+		for (int i = 1; i < nw; i++)
+			if (words[i][0] != '-' && !strchr(words[i], '='))
+				return ef_resolve_program(words[i], interp, size);
+		return -1;
+	}
+	return (size_t)snprintf(interp, size, "%s", words[0]) < size ? 0 : -1;
+}
+
+int ef_target_reasons(const char *path, struct ef_buf *out)
+{
+	struct facts f;
+	char interp[PATH_MAX], who[PATH_MAX + 64];
+
+	learn(path, &f);
+	if (f.elf)
+		return say(path, NULL, &f, out);
+	if (shebang(path, interp, sizeof(interp)) != 0)
+		return 0;
+	/* The kernel runs the interpreter; the script's own mode bits do not
+	 * change the user (Linux ignores setuid on scripts). */
+	learn(interp, &f);
+	snprintf(who, sizeof(who), "a script run by %s, which ", interp);
+	return f.elf ? say(path, who, &f, out) : 0;
+}
+
+int ef_target_check(const char *program, int warn)
+{
+	char path[PATH_MAX], text[4096] = "";
+	struct ef_buf out = EF_BUF(text);
+
+	if (ef_resolve_program(program, path, sizeof(path)) != 0) {
+		if (!warn)
+			printf("program:      %s: not found in PATH\n", program);
+		return -1;
+	}
+	if (access(path, R_OK) != 0) {
+		if (!warn)
+			printf("program:      %s cannot be read: %s\n", path, strerror(errno));
+		return -1;
+	}
+	int n = ef_target_reasons(path, &out);
+	for (char *line = text, *end; *line; line = end + 1) {
+		end = strchr(line, '\n');
+		*end = '\0';
+		if (warn)
+			fprintf(stderr, "epollfix: warning: %s\n", line);
+		else
+			printf("program:      %s\n", line);
+	}
+	if (!n && !warn)
+		printf("program:      %s: the dynamic loader will preload libepollfix\n", path);
+	return n;
+}

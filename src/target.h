@@ -1,0 +1,53 @@
+/* What the epollfix command learns from an ELF file without running it: where
+ * a section is (the status block of a libepollfix), its build id, and whether
+ * a program can be reached by LD_PRELOAD at all (`epollfix --check PROGRAM`
+ * and the warning before `epollfix -- PROGRAM`). */
+#ifndef EPOLLFIX_TARGET_H
+#define EPOLLFIX_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fmt.h"
+
+struct ef_file {
+	int fd;
+	int is64;
+	uint64_t phoff, shoff;
+	unsigned phnum, shnum, shstrndx, phentsize, shentsize;
+};
+
+/* 0 when fd is an ELF file of this machine's byte order; -1 otherwise. */
+int ef_file_open(int fd, struct ef_file *e);
+
+/* The section called name: 0 and its file offset, address and size; -1 when
+ * there is none (or no section headers). */
+int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset, uint64_t *addr,
+		   uint64_t *size);
+
+/* The NT_GNU_BUILD_ID note's bytes: their number (at most cap), or 0. */
+size_t ef_file_build_id(const struct ef_file *e, uint8_t *id, size_t cap);
+
+/* The address (p_vaddr) at which file offset off is loaded, from PT_LOAD. */
+int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr);
+
+/* The .dynsym symbol that holds vaddr (as dladdr(3) finds it): 0, its name and
+ * its address; -1 when none does. */
+int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_t size,
+		     uint64_t *value);
+
+/* PROGRAM resolved through PATH as execvp does, into out. 0, or -1 (not found). */
+int ef_resolve_program(const char *program, char *out, size_t size);
+
+/* Why libepollfix cannot act, or acts only in part, in the program at path: one
+ * line per reason, each "PATH is ...\n", appended to out. A script's `#!`
+ * interpreter is followed one level (through /usr/bin/env as well). Reads the
+ * files only: nothing is run. Returns the number of lines. */
+int ef_target_reasons(const char *path, struct ef_buf *out);
+
+/* `epollfix --check PROGRAM` (warn 0: "program:" lines on stdout) or the
+ * warning before `epollfix -- PROGRAM` runs (warn 1: stderr). PROGRAM is
+ * resolved as execvp would. The number of reasons, or -1 when not found. */
+int ef_target_check(const char *program, int warn);
+
+#endif

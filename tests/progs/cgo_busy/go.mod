@@ -1,0 +1,3 @@
+module epollfix.test/cgobusy
+
+go 1.18
