@@ -4,9 +4,12 @@
  * allocates or uses stdio. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,10 +26,16 @@
 #define REFUSED (-2) /* never a result of the real call */
 
 /* One thread-local block, reached with one offset: the policy's memory of
- * this thread and the counters it owns. */
+ * this thread, the counters it owns and its timer slack. */
 static __thread struct {
-	struct ef_thread policy;
+	/* The thread's slot while its calls may take the fast path; NULL sends
+	 * them to the slow path: no slot yet (or the shared one), a run of
+	 * upgraded waits open (ef_watching), or the library's slack in force. */
+	struct ef_slot *fast;
 	struct ef_slot *slot;
+	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
+	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
+	struct ef_thread policy;
 } tls __attribute__((tls_model("initial-exec")));
 
 static inline struct ef_slot *my_slot(void)
@@ -34,6 +43,86 @@ static inline struct ef_slot *my_slot(void)
 	if (__builtin_expect(!tls.slot, 0))
 		tls.slot = ef_stats_claim();
 	return tls.slot;
+}
+
+/* After the slow path: may the thread's next call take the fast path? It calls
+ * the real functions without checking that they are resolved. */
+static void fast_again(void)
+{
+	struct ef_slot *s = tls.slot;
+	if (!tls.fast)
+		ef_real_init();
+	tls.fast = s && !ef_stats_shared(s) && !tls.lowered && !ef_watching(&tls.policy) ? s : NULL;
+}
+
+/* ---- Timer slack ------------------------------------------------------------
+ * The configured slack is set at the first upgraded wait of a run and kept
+ * while the run goes on (the thread stays on the slow path meanwhile); the
+ * thread's own is back before any other call proceeds. The own value is read
+ * once per thread, and follows the program's own PR_SET_TIMERSLACK (prctl). */
+
+static int real_slack(int op, unsigned long v)
+{
+	return ef_real_prctl()(op, v, 0UL, 0UL, 0UL);
+}
+
+/* The thread's own slack back in force, if the library's is. */
+static void slack_restore(void)
+{
+	if (__builtin_expect(!tls.lowered, 1))
+		return;
+	int saved = errno;
+	real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
+	tls.lowered = 0;
+	errno = saved;
+}
+
+/* Before an upgraded wait: the configured slack (none for `keep`). */
+static void slack_for_wait(const struct ef_config *c)
+{
+	int want = c->slack_ns > 0 && c->slack_ns <= INT_MAX ? (int)c->slack_ns : 0;
+
+	if (want == tls.lowered) /* the run goes on */
+		return;
+	if (!tls.own_slack) {
+		int own = real_slack(PR_GET_TIMERSLACK, 0);
+		tls.own_slack = own > 0 ? own : -1;
+	}
+	if (!want || tls.own_slack < 0 || tls.own_slack == want) {
+		slack_restore();
+		return;
+	}
+	int saved = errno;
+	if (real_slack(PR_SET_TIMERSLACK, (unsigned long)want) == 0)
+		tls.lowered = want;
+	errno = saved;
+}
+
+/* The program sets its own slack: it takes effect, and is the one restored. */
+static int set_own_slack(unsigned long v)
+{
+	int r = real_slack(PR_SET_TIMERSLACK, v);
+	if (r == 0) {
+		tls.lowered = 0;
+		/* 0 restores the thread's default: read again when needed. */
+		tls.own_slack = v == 0 ? 0 : v <= INT_MAX ? (int)v : -1;
+	}
+	return r;
+}
+
+/* fork() copies the slack in force, and makes it the child's default. */
+void ef_interpose_before_fork(void)
+{
+	slack_restore();
+}
+
+/* The fast path's: resolved by fast_again() before the thread got there. */
+static inline __attribute__((always_inline)) int call_ready(enum ef_call call, int epfd,
+							    struct epoll_event *ev, int maxevents,
+							    int timeout, const sigset_t *mask)
+{
+	return call == EF_CALL_WAIT ? ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout)
+				    : ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 }
 
 /* Inlined into both exported functions, so `call` is a constant there. */
@@ -52,30 +141,18 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
-/* epoll_pwait2 for ns, with the configured timer slack in force only while it
- * sleeps. Returns its result, or REFUSED with errno as on entry when the real
- * call must run instead: after any error but EINTR the real call gives the
- * exact errno the program would have seen, and ENOSYS or EPERM mean a filter
- * or kernel said no for good. */
-static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev,
-		     int maxevents, int64_t ns, const sigset_t *mask)
+/* epoll_pwait2 for ns. Returns its result, or REFUSED with errno as on entry
+ * when the real call must run instead: after any error but EINTR the real call
+ * gives the exact errno the program would have seen, and ENOSYS or EPERM mean
+ * a filter or kernel said no for good. */
+static int wait_fine(int epfd, struct epoll_event *ev, int maxevents, int64_t ns,
+		     const sigset_t *mask)
 {
 	struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
 	int saved = errno;
-	int old_slack = -1;
 
-	if (c->slack_ns > 0) {
-		old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-		if (old_slack == c->slack_ns || old_slack <= 0)
-			old_slack = -1;
-		else
-			prctl(PR_SET_TIMERSLACK, (unsigned long)c->slack_ns, 0, 0, 0);
-	}
 	int r = ef_real_epoll_pwait2()(epfd, ev, maxevents, &ts, mask);
 	int err = errno;
-	if (old_slack > 0)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-
 	if (r >= 0 || err == EINTR) {
 		errno = r >= 0 ? saved : err;
 		return r;
@@ -142,8 +219,13 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	struct ef_config c;
 	struct ef_thread *t = &tls.policy;
 
-	if (!ef_state_config(&c))
+	if (ef_fast_disabled() || !ef_state_config(&c))
 		c = (struct ef_config){ .disable = 1 };
+	if (c.disable) {
+		t->run.open = 0;
+		slack_restore();
+		return call_real(call, epfd, ev, maxevents, timeout, mask);
+	}
 	struct ef_request in = { .timeout_ms = timeout, .site = ra };
 	enum ef_runtime rt = EF_RT_UNKNOWN;
 	if (ef_wants_caller(&c, timeout))
@@ -157,15 +239,19 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	learned(d.learned);
 	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable())
 		d = ef_without_pwait2(d, timeout);
+	if (d.action == EF_UPGRADE)
+		slack_for_wait(&c);
+	else
+		slack_restore();
 	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
-		r = wait_fine(&c, epfd, ev, maxevents, d.wait_ns, mask);
-		if (r == REFUSED)
+		r = wait_fine(epfd, ev, maxevents, d.wait_ns, mask);
+		if (r == REFUSED) {
 			d = ef_without_pwait2(d, timeout);
+			slack_restore();
+		}
 	}
 	if (r == REFUSED)
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
-	if (c.disable)
-		return r;
 
 	int err = errno;
 	int64_t end = ef_wants_end_clock(&c, &in, d) ? mono_ns() : 0;
@@ -174,46 +260,164 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 		ef_stats_site_ended(d.ended);
 	if (ef_rounded_up(&c, timeout))
 		ef_stats_site(ra, ef_site_of(t, ra), d, caller_flags(rt));
-	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r, t);
+	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r);
+	fast_again();
 	if (ef_log_on(EF_LOG_DEBUG))
 		debug_line(call, epfd, timeout, d, r);
 	errno = err;
 	return r;
 }
 
+/* The slow path's entries, one per function: with at most six arguments the
+ * fast path reaches them with a jump and needs no frame of its own. */
+static __attribute__((noinline, cold)) int slow_wait(int epfd, struct epoll_event *ev,
+						     int maxevents, int timeout, const void *ra)
+{
+	return ef_wait_slow(EF_CALL_WAIT, epfd, ev, maxevents, timeout, NULL, ra);
+}
+
+static __attribute__((noinline, cold)) int slow_pwait(int epfd, struct epoll_event *ev,
+						      int maxevents, int timeout,
+						      const sigset_t *mask, const void *ra)
+{
+	return ef_wait_slow(EF_CALL_PWAIT, epfd, ev, maxevents, timeout, mask, ra);
+}
+
+/* Cold tails of the fast path: a call after a streak of empty zero-timeout
+ * polls ends it, for the policy and for the report. */
+static void streak_ended(int timeout, int result)
+{
+	ef_observe(&tls.policy, timeout, result);
+	ef_stats_streak_end(tls.fast);
+}
+
+static __attribute__((noinline, cold)) int streak_then_wait(int epfd, struct epoll_event *ev,
+							    int maxevents, int timeout)
+{
+	streak_ended(timeout, 0);
+	return ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
+}
+
+static __attribute__((noinline, cold)) int streak_then_pwait(int epfd, struct epoll_event *ev,
+							     int maxevents, int timeout,
+							     const sigset_t *mask)
+{
+	streak_ended(timeout, 0);
+	return ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
+}
+
+static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
+{
+	ef_slot_bump(tls.fast, ef_key(call, EF_T_ZERO, EF_O_PASSED));
+	if (ef_slot_streak_open(tls.fast))
+		streak_ended(0, r);
+	return r;
+}
+
+/* The caller's return address is read only on the way to the slow path (the
+ * fast path is inlined into the exported function, whose caller it is). */
+#define SLOW(call, epfd, ev, maxevents, timeout, mask)                                       \
+	((call) == EF_CALL_WAIT                                                              \
+		 ? slow_wait(epfd, ev, maxevents, timeout, __builtin_return_address(0))      \
+		 : slow_pwait(epfd, ev, maxevents, timeout, mask, __builtin_return_address(0)))
+
+/* A call the policy leaves alone costs a load of the fast word for its
+ * timeout, the thread's fast slot and one counter; a non-zero timeout is
+ * counted before the real call, which is then a tail call; an empty
+ * zero-timeout poll counts one empty poll after it. Counting touches no errno.
+ * Every other call from here is a tail call, so only the zero-timeout path
+ * needs a frame. */
 static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int epfd,
 							 struct epoll_event *ev, int maxevents,
-							 int timeout, const sigset_t *mask, const void *ra)
+							 int timeout, const sigset_t *mask)
 {
-	uint32_t w = ef_state_fast();
+	struct ef_slot *s;
 
-	/* A thread in a run of upgraded waits needs the policy to see its next call. */
-	if (__builtin_expect(!ef_fast_pass(w, timeout) || ef_watching(&tls.policy), 0))
-		return ef_wait_slow(call, epfd, ev, maxevents, timeout, mask, ra);
-	if (w & EF_FAST_UNCOUNTED)
-		return call_real(call, epfd, ev, maxevents, timeout, mask);
-	/* Counting touches no errno. A non-zero timeout is counted before the call,
-	 * which is then a tail call; a zero timeout's count needs its result. */
 	if (timeout != 0) {
-		ef_observe(&tls.policy, timeout, 0);
-		ef_stats_count(my_slot(), call, timeout, ef_fast_max_ms(w), EF_O_PASSED, 0, &tls.policy);
-		return call_real(call, epfd, ev, maxevents, timeout, mask);
+		if (__builtin_expect(!ef_fast_pass_nonzero(timeout) || !(s = tls.fast), 0))
+			return SLOW(call, epfd, ev, maxevents, timeout, mask);
+		if (timeout < 0) /* two constant keys: no index to compute */
+			ef_slot_bump(s, ef_key(call, EF_T_NEGATIVE, EF_O_PASSED));
+		else
+			ef_slot_bump(s, ef_key(call, EF_T_LONGER, EF_O_PASSED));
+		if (__builtin_expect(ef_slot_streak_open(s), 0))
+			return call == EF_CALL_WAIT ? streak_then_wait(epfd, ev, maxevents, timeout)
+						    : streak_then_pwait(epfd, ev, maxevents, timeout, mask);
+		return call_ready(call, epfd, ev, maxevents, timeout, mask);
 	}
-	int r = call_real(call, epfd, ev, maxevents, 0, mask);
-	ef_observe(&tls.policy, 0, r);
-	ef_stats_count(my_slot(), call, 0, ef_fast_max_ms(w), EF_O_PASSED, r, &tls.policy);
+	if (__builtin_expect(!ef_fast_pass_zero() || !(s = tls.fast), 0))
+		return SLOW(call, epfd, ev, maxevents, 0, mask);
+	int r = call_ready(call, epfd, ev, maxevents, timeout, mask);
+	if (__builtin_expect(r != 0, 0))
+		return zero_found(call, r);
+	ef_slot_bump(s, EF_K_EMPTY + call);
 	return r;
 }
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
-	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout, NULL,
-		       __builtin_return_address(0));
+	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout, NULL);
 }
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
 		       const sigset_t *sigmask)
 {
-	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask,
-		       __builtin_return_address(0));
+	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask);
+}
+
+/* ---- prctl and syscall --------------------------------------------------------
+ * Watched for the thread's own timer slack and for seccomp filters; every other
+ * request goes to libc's function unchanged, errno included. */
+
+/* prctl's requests the library watches; -2 (never a result of prctl): none. */
+#define NOT_WATCHED (-2L)
+
+static long watched_prctl(int option, unsigned long a2, unsigned long a3)
+{
+	switch (option) {
+	case PR_SET_TIMERSLACK:
+		return set_own_slack(a2);
+	case PR_GET_TIMERSLACK:
+		/* The program's own, not the one the library keeps for a run. */
+		return tls.lowered ? tls.own_slack : NOT_WATCHED;
+	case PR_SET_SECCOMP:
+		return ef_seccomp_set(1, a2, 0, (void *)a3);
+	}
+	return NOT_WATCHED;
+}
+
+EXPORT int prctl(int option, ...)
+{
+	va_list ap;
+	unsigned long a[4];
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (option == PR_SET_TIMERSLACK || option == PR_GET_TIMERSLACK || option == PR_SET_SECCOMP) {
+		long r = watched_prctl(option, a[0], a[1]);
+		if (r != NOT_WATCHED)
+			return (int)r;
+	}
+	return ef_real_prctl()(option, a[0], a[1], a[2], a[3]);
+}
+
+EXPORT long syscall(long number, ...)
+{
+	va_list ap;
+	long a[6];
+
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (__builtin_expect(number == SYS_seccomp, 0))
+		return ef_seccomp_set(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
+	if (__builtin_expect(number == SYS_prctl, 0)) {
+		long r = watched_prctl((int)a[0], (unsigned long)a[1], (unsigned long)a[2]);
+		if (r != NOT_WATCHED)
+			return r;
+	}
+	return ef_real_syscall()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

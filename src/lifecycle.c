@@ -26,7 +26,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_real_init();
 	ef_recognize_init();
 	ef_live_init();
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(ef_interpose_before_fork, NULL, after_fork_child);
 }
 
 __attribute__((destructor)) static void epollfix_fini(void)

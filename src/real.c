@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -17,7 +19,18 @@
 #ifndef SYS_epoll_pwait2
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
 #endif
+#ifndef SYS_seccomp
+#define SYS_seccomp __NR_seccomp
+#endif
 #define KERNEL_SIGSET_BYTES (_NSIG / 8)
+/* <linux/seccomp.h>, which musl's headers do not bring. */
+#define SECCOMP_MODE_STRICT_ 1
+#define SECCOMP_MODE_FILTER_ 2
+#define SECCOMP_SET_MODE_STRICT_ 0
+#define SECCOMP_SET_MODE_FILTER_ 1
+/* Flags that make sense only for the program's own install: a listener (the
+ * child would wait on itself), waiting for one, and syncing other threads. */
+#define FLAGS_NOT_IN_CHILD ((1UL << 0) | (1UL << 3) | (1UL << 4) | (1UL << 5))
 
 _Atomic(void *) ef_real_table[EF_REAL_COUNT];
 
@@ -30,8 +43,8 @@ static int raw_epoll_pwait(int epfd, struct epoll_event *ev, int maxevents, int 
 			   const sigset_t *mask)
 {
 	pthread_testcancel();
-	int r = (int)syscall(SYS_epoll_pwait, epfd, ev, maxevents, timeout, mask,
-			     KERNEL_SIGSET_BYTES);
+	int r = (int)ef_real_syscall()(SYS_epoll_pwait, epfd, ev, maxevents, timeout, mask,
+				       KERNEL_SIGSET_BYTES);
 	if (r < 0 && errno == EINTR)
 		pthread_testcancel();
 	return r;
@@ -46,11 +59,32 @@ static int raw_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 			    const struct timespec *timeout, const sigset_t *mask)
 {
 	pthread_testcancel();
-	int r = (int)syscall(SYS_epoll_pwait2, epfd, ev, maxevents, timeout, mask,
-			     KERNEL_SIGSET_BYTES);
+	int r = (int)ef_real_syscall()(SYS_epoll_pwait2, epfd, ev, maxevents, timeout, mask,
+				       KERNEL_SIGSET_BYTES);
 	if (r < 0 && errno == EINTR)
 		pthread_testcancel();
 	return r;
+}
+
+static int raw_prctl(int option, ...)
+{
+	va_list ap;
+	unsigned long a[4];
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	return (int)ef_real_syscall()(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+}
+
+/* libc always has syscall(); were it missing, this is what a kernel without the
+ * call would answer. */
+static long raw_syscall(long number, ...)
+{
+	(void)number;
+	errno = ENOSYS;
+	return -1;
 }
 
 #define EF_REAL_NAME(name, type) #name,
@@ -81,18 +115,13 @@ void ef_real_init(void)
 
 static _Atomic int pw2_state = EF_PW2_UNKNOWN;
 static _Atomic int pw2_why;
-/* The probe ran with no seccomp filter in force. A filter installed since
- * could kill the process on epoll_pwait2, so each use first asks whether one
- * has appeared (one prctl on a wait of 50 us or more), and probes again in a
- * child if so. */
-static _Atomic int pw2_unfiltered;
 
 /* With maxevents 0 a kernel that has the call answers EINVAL (or EBADF) before
  * touching anything; ENOSYS means too old, anything else a filter said no. */
 static int probe_answer(void)
 {
 	errno = 0;
-	long r = syscall(SYS_epoll_pwait2, -1, NULL, 0, NULL, NULL, KERNEL_SIGSET_BYTES);
+	long r = ef_real_syscall()(SYS_epoll_pwait2, -1, NULL, 0, NULL, NULL, KERNEL_SIGSET_BYTES);
 	if (r < 0 && (errno == EINVAL || errno == EBADF))
 		return 0;
 	return r < 0 ? errno : EINVAL;
@@ -113,21 +142,43 @@ static int seccomp_mode(void)
 	return *p >= '0' && *p <= '9' ? *p - '0' : -1;
 }
 
+/* A filter the child installs before it probes (ef_seccomp_set); NULL: none. */
+struct new_filter {
+	int via_prctl;
+	unsigned long flags;
+	void *prog;
+};
+
+#define CHILD_NOT_INSTALLED 255 /* the child's own install failed: so will the program's */
+
 static int probe_child(void *arg)
 {
-	(void)arg;
+	const struct new_filter *f = arg;
+
+	/* The child has its own copy of the signal handlers: a filter that traps
+	 * (SIGSYS) must end the child, not run the program's handler in memory
+	 * the child shares with it. */
+	signal(SIGSYS, SIG_DFL);
+	if (f) {
+		long r = f->via_prctl
+				 ? ef_real_prctl()(PR_SET_SECCOMP, SECCOMP_MODE_FILTER_, f->prog, 0, 0)
+				 : ef_real_syscall()(SYS_seccomp, SECCOMP_SET_MODE_FILTER_, f->flags, f->prog);
+		if (r < 0)
+			_exit(CHILD_NOT_INSTALLED);
+	}
 	_exit(probe_answer());
 }
 
-/* Under a seccomp filter the probe runs in a short-lived child that shares our
- * memory (CLONE_VM | CLONE_VFORK) and sends no SIGCHLD, so a filter that kills
- * on unknown system calls kills only the child. Returns 0 or the reason. */
-static int probe_in_child(void)
+/* The probe runs in a short-lived child that shares our memory (CLONE_VM |
+ * CLONE_VFORK) and sends no SIGCHLD, so a filter that kills on unknown system
+ * calls kills only the child. Returns 0 or the reason. The caller holds
+ * pw2_state at EF_PW2_PROBING: one child at a time uses the stack. */
+static int probe_in_child_with(struct new_filter *f)
 {
 	static char stack[16384] __attribute__((aligned(16)));
 	int status;
 
-	pid_t pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, NULL);
+	pid_t pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, f);
 	if (pid < 0)
 		return errno;
 	while (waitpid(pid, &status, __WALL) < 0)
@@ -138,25 +189,18 @@ static int probe_in_child(void)
 	return WEXITSTATUS(status);
 }
 
+static int probe_in_child(void)
+{
+	return probe_in_child_with(NULL);
+}
+
+/* A filter installed later is learned of where it is installed
+ * (ef_seccomp_set), so a use asks the kernel nothing. */
 int ef_pwait2_usable(void)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
-	if (s == EF_PW2_OK) {
-		if (!atomic_load_explicit(&pw2_unfiltered, memory_order_relaxed) ||
-		    prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0)
-			return 1;
-		/* A filter arrived after the probe: whoever notices first probes again. */
-		int ok = EF_PW2_OK;
-		if (!atomic_compare_exchange_strong(&pw2_state, &ok, EF_PW2_PROBING))
-			return 0;
-		int saved = errno;
-		int why = probe_in_child();
-		errno = saved;
-		atomic_store_explicit(&pw2_unfiltered, 0, memory_order_relaxed);
-		atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
-		atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
-		return why == 0;
-	}
+	if (s == EF_PW2_OK)
+		return 1;
 	if (s != EF_PW2_UNKNOWN)
 		return 0;
 	int expected = EF_PW2_UNKNOWN;
@@ -164,10 +208,8 @@ int ef_pwait2_usable(void)
 		return 0;
 
 	int saved = errno;
-	int unfiltered = seccomp_mode() == 0;
-	int why = unfiltered ? probe_answer() : probe_in_child();
+	int why = seccomp_mode() == 0 ? probe_answer() : probe_in_child();
 	errno = saved;
-	atomic_store_explicit(&pw2_unfiltered, unfiltered, memory_order_relaxed);
 	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
 	atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
 	return why == 0;
@@ -197,4 +239,45 @@ void ef_pwait2_live(uint64_t *state_addr, uint64_t *why_addr)
 {
 	*state_addr = (uint64_t)(uintptr_t)&pw2_state;
 	*why_addr = (uint64_t)(uintptr_t)&pw2_why;
+}
+
+long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog)
+{
+	int filter = via_prctl ? op == SECCOMP_MODE_FILTER_ : op == SECCOMP_SET_MODE_FILTER_;
+	int strict = via_prctl ? op == SECCOMP_MODE_STRICT_ : op == SECCOMP_SET_MODE_STRICT_;
+	long r;
+
+	if (!filter && !strict) /* not a request to filter: the kernel answers */
+		return via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
+				 : ef_real_syscall()(SYS_seccomp, op, flags, prog);
+	/* Take the probe for this thread: others pass through meanwhile. */
+	int s;
+	for (;;) {
+		s = atomic_load_explicit(&pw2_state, memory_order_acquire);
+		if (s != EF_PW2_PROBING &&
+		    atomic_compare_exchange_weak(&pw2_state, &s, EF_PW2_PROBING))
+			break;
+		sched_yield();
+	}
+	int saved = errno;
+	int why = 0;
+	if (s != EF_PW2_NO && filter) {
+		struct new_filter f = { via_prctl, flags & ~FLAGS_NOT_IN_CHILD, prog };
+		why = probe_in_child_with(&f);
+		if (why == CHILD_NOT_INSTALLED) /* the program's request fails alike */
+			why = 0;
+	} else if (strict) {
+		why = EPERM; /* strict mode allows read, write, exit and sigreturn */
+	}
+	errno = saved;
+	r = via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
+		      : ef_real_syscall()(SYS_seccomp, op, flags, prog);
+	saved = errno;
+	if (r >= 0 && why) { /* in force now: epoll_pwait2 is not ours to use */
+		atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
+		s = EF_PW2_NO;
+	}
+	atomic_store_explicit(&pw2_state, s, memory_order_release);
+	errno = saved;
+	return r;
 }

@@ -14,19 +14,27 @@ typedef int (*ef_epoll_wait_fn)(int, struct epoll_event *, int, int);
 typedef int (*ef_epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
 typedef int (*ef_epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
 				  const sigset_t *);
+/* Both are variadic in libc; every caller passes (and the interposers forward)
+ * the fixed number of arguments the kernel takes. */
+typedef int (*ef_prctl_fn)(int, ...);
+typedef long (*ef_syscall_fn)(long, ...);
 
 /* Every function the library looks up: X(name, type). A name libc lacks (musl has
- * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call. */
+ * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call.
+ * prctl and syscall are interposed to watch timer slack and seccomp filters
+ * (src/interpose.c); the library's own uses go to libc's through here. */
 #define EF_REAL_FUNCS(X)                        \
 	X(epoll_wait, ef_epoll_wait_fn)         \
 	X(epoll_pwait, ef_epoll_pwait_fn)       \
-	X(epoll_pwait2, ef_epoll_pwait2_fn)
+	X(epoll_pwait2, ef_epoll_pwait2_fn)     \
+	X(prctl, ef_prctl_fn)                   \
+	X(syscall, ef_syscall_fn)
 
 #define EF_REAL_ENUM(name, type) EF_REAL_##name,
 enum ef_real_id { EF_REAL_FUNCS(EF_REAL_ENUM) EF_REAL_COUNT };
 #undef EF_REAL_ENUM
 
-extern _Atomic(void *) ef_real_table[EF_REAL_COUNT];
+extern _Atomic(void *) ef_real_table[EF_REAL_COUNT] __attribute__((visibility("hidden")));
 void *ef_real_resolve(enum ef_real_id id);
 
 /* ef_real_epoll_wait() and friends: the pointer, resolved on first use. */
@@ -40,6 +48,17 @@ void *ef_real_resolve(enum ef_real_id id);
 EF_REAL_FUNCS(EF_REAL_GETTER)
 #undef EF_REAL_GETTER
 
+/* ef_real_epoll_wait_ready() and friends: the pointer, for a thread that has seen
+ * ef_real_init() return (pointers are stored once and never change). */
+#define EF_REAL_READY(name, type)                                                            \
+	static inline type ef_real_##name##_ready(void)                                      \
+	{                                                                                    \
+		return (type)atomic_load_explicit(&ef_real_table[EF_REAL_##name],            \
+						  memory_order_relaxed);                     \
+	}
+EF_REAL_FUNCS(EF_REAL_READY)
+#undef EF_REAL_READY
+
 enum ef_pwait2_state { EF_PW2_UNKNOWN, EF_PW2_PROBING, EF_PW2_OK, EF_PW2_NO };
 
 /* Probes once, on the first call that needs it; 1 when epoll_pwait2 may be used.
@@ -49,10 +68,18 @@ int ef_pwait2_usable(void);
 void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */
 void ef_pwait2_refused(int err);
+/* The program asks for a seccomp mode, through prctl(PR_SET_SECCOMP, mode, prog)
+ * (via_prctl) or seccomp(2) (op, flags, prog as seccomp(2) takes them); the
+ * interposed prctl() and syscall() send it here. A new filter is first
+ * installed in a short-lived child, which then tries epoll_pwait2, so whether
+ * the process may use it is known before the filter is in force. Returns the
+ * request's result, errno as the request left it. */
+long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog);
 /* For the report: state, and the errno (or -signal) that made it unusable. */
 enum ef_pwait2_state ef_pwait2_state(int *why);
 
-/* Resolves everything now, so the wait path never calls dlsym (constructor). */
+/* Resolves everything now, so the wait path never calls dlsym (constructor, and
+ * each thread before its first call on the fast path). */
 void ef_real_init(void);
 
 /* For the status block (live.h): where the state and its errno live. */

@@ -22,25 +22,22 @@ static _Atomic int64_t words[NWORDS];
 static atomic_flag writer = ATOMIC_FLAG_INIT;
 enum { UNREAD, READING, READY };
 static _Atomic int loaded = UNREAD;
-_Atomic uint32_t ef_fast_word;
+_Atomic int ef_fast_pos = EF_FAST_ALL;
+_Atomic int ef_fast_zero = 1;
+_Atomic int ef_fast_off;
 
 /* A writer preempted mid-update must not make readers spin: after this many
  * tries the call passes through. */
 #define READ_TRIES 64
 
-static uint32_t fast_word_of(const struct ef_config *c)
+/* The fast words of a configuration (state.h). */
+static void publish_fast(const struct ef_config *c)
 {
-	uint32_t w = EF_FAST_READY | (uint32_t)c->max_ms << EF_FAST_MAX_MS_SHIFT;
+	int all = c->disable || c->log >= EF_LOG_DEBUG;
 
-	if (c->disable)
-		return w | EF_FAST_UNCOUNTED;
-	if (c->subms_ns > 0)
-		w |= (uint32_t)c->max_ms;
-	if (c->clamp_ns > 0)
-		w |= EF_FAST_CLAMP;
-	if (c->log >= EF_LOG_DEBUG)
-		w |= EF_FAST_SLOW;
-	return w;
+	atomic_store_explicit(&ef_fast_off, c->disable, memory_order_relaxed);
+	atomic_store_explicit(&ef_fast_pos, all ? EF_FAST_ALL : (int)c->max_ms, memory_order_relaxed);
+	atomic_store_explicit(&ef_fast_zero, all || c->clamp_ns > 0, memory_order_release);
 }
 
 static void publish(const struct ef_config *c)
@@ -54,7 +51,7 @@ static void publish(const struct ef_config *c)
 	for (size_t i = 0; i < NWORDS; i++)
 		atomic_store_explicit(&words[i], w[i], memory_order_relaxed);
 	atomic_store_explicit(&seq, s + 2, memory_order_release);
-	atomic_store_explicit(&ef_fast_word, fast_word_of(c), memory_order_release);
+	publish_fast(c);
 	ef_log_set_level((enum ef_log)c->log);
 }
 

@@ -5,40 +5,43 @@
 #ifndef EPOLLFIX_STATE_H
 #define EPOLLFIX_STATE_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
 #include "fmt.h"
 
-/* What the wait path needs to let a call pass untouched, in one word, published
- * with every configuration: most calls decide on this single load. */
-#define EF_FAST_UPGRADE_MAX 0x00000fffu /* largest timeout upgraded; 0: none */
-#define EF_FAST_MAX_MS_SHIFT 12         /* bits 12-23: MAX_MS, for counting */
-#define EF_FAST_CLAMP (1u << 28)        /* zero timeouts may be clamped */
-#define EF_FAST_SLOW (1u << 29)         /* every call takes the slow path (debug log) */
-#define EF_FAST_UNCOUNTED (1u << 30)    /* disabled: pass, and do not even count */
-#define EF_FAST_READY (1u << 31)        /* 0 until the environment has been read */
+/* What the wait path needs to let a call pass untouched, published with every
+ * configuration. A call decides on one load: ef_fast_pos for a non-zero
+ * timeout, ef_fast_zero for a zero one. Until the environment has been read,
+ * while the debug log is on and when the library is disabled, both send every
+ * call to the slow path. */
+#define EF_FAST_ALL INT_MAX /* ef_fast_pos: every call takes the slow path */
+/* Positive timeouts up to this take the slow path (MAX_MS: the rounded-up
+ * range, upgraded or not); negative ones pass unless it is EF_FAST_ALL. */
+extern _Atomic int ef_fast_pos __attribute__((visibility("hidden")));
+/* Nonzero: zero timeouts take the slow path (the clamp is on, or all do). */
+extern _Atomic int ef_fast_zero __attribute__((visibility("hidden")));
+/* Nonzero: the library is disabled; the slow path passes the call uncounted. */
+extern _Atomic int ef_fast_off __attribute__((visibility("hidden")));
 
-extern _Atomic uint32_t ef_fast_word;
-
-static inline uint32_t ef_state_fast(void)
+/* 1 when a call with this non-zero timeout passes untouched. */
+static inline int ef_fast_pass_nonzero(int timeout)
 {
-	return atomic_load_explicit(&ef_fast_word, memory_order_acquire);
+	int pos = atomic_load_explicit(&ef_fast_pos, memory_order_relaxed);
+	return timeout < 0 ? pos != EF_FAST_ALL : timeout > pos;
 }
 
-/* 1 when a call with this timeout passes through untouched. Unsigned arithmetic
- * folds "timeout <= 0 or above the upgrade limit" into one comparison. */
-static inline int ef_fast_pass(uint32_t w, int timeout)
+/* 1 when a zero-timeout call passes untouched. */
+static inline int ef_fast_pass_zero(void)
 {
-	return (w & (EF_FAST_READY | EF_FAST_SLOW)) == EF_FAST_READY &&
-	       (unsigned)timeout - 1u >= (w & EF_FAST_UPGRADE_MAX) &&
-	       (timeout != 0 || !(w & EF_FAST_CLAMP));
+	return !atomic_load_explicit(&ef_fast_zero, memory_order_relaxed);
 }
 
-static inline int ef_fast_max_ms(uint32_t w)
+static inline int ef_fast_disabled(void)
 {
-	return (int)((w >> EF_FAST_MAX_MS_SHIFT) & 0xfffu);
+	return atomic_load_explicit(&ef_fast_off, memory_order_relaxed);
 }
 
 /* Copies the configuration in force into *c. Returns 0 when there is none to be
@@ -70,5 +73,9 @@ void ef_state_after_fork(void);
  * (struct ef_config) and of the selected flag, and the number of words. */
 void ef_state_live(uint64_t *seq_addr, uint64_t *words_addr, uint32_t *nwords,
 		   uint64_t *selected_addr);
+
+/* Before fork(), in the forking thread: its own timer slack back in force,
+ * since the child takes the slack in force as its default (interpose.c). */
+void ef_interpose_before_fork(void);
 
 #endif

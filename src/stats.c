@@ -25,6 +25,17 @@ struct ef_slot *ef_stats_claim(void)
 	return &ef_stats_slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
 }
 
+void ef_stats_streak_end(struct ef_slot *s)
+{
+	if (ef_stats_shared(s))
+		return;
+	uint64_t now = ef_slot_empty_polls(s);
+	uint64_t len = now - atomic_load_explicit(&s->c[EF_K_STREAK_MARK], memory_order_relaxed);
+	if (len > atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed))
+		atomic_store_explicit(&s->c[EF_K_LONGEST_STREAK], len, memory_order_relaxed);
+	atomic_store_explicit(&s->c[EF_K_STREAK_MARK], now, memory_order_relaxed);
+}
+
 void ef_stats_sum(struct ef_totals *t)
 {
 	ef_stats_sum_slots(ef_stats_slots, EF_SLOTS, t);

@@ -1,7 +1,10 @@
 /* Counters of what the library did, and the report a user reads at exit.
  * Each thread owns a slot it alone writes (plain loads and stores, no locked
  * instructions on the wait path); the report sums the slots. A call costs one
- * increment, of the counter keyed by (function, timeout class, outcome). */
+ * increment, of the counter keyed by (function, timeout class, outcome), but
+ * for an empty zero-timeout poll: that one increments the slot's count of
+ * empty polls, whose run since the streak mark is the thread's busy-loop
+ * streak, and the count by outcome is derived (ef_slot_read). */
 #ifndef EPOLLFIX_STATS_H
 #define EPOLLFIX_STATS_H
 
@@ -41,6 +44,11 @@ enum {
 	EF_K_LEARNED_GENUINE, /* verdicts of the learner (policy.h) */
 	EF_K_LEARNED_SUBMS,
 	EF_K_RETRIES,
+	/* Empty zero-timeout polls, whatever their outcome, by function
+	 * (EF_K_EMPTY + call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is
+	 * never written, it is these less the other outcomes. */
+	EF_K_EMPTY,
+	EF_K_STREAK_MARK = EF_K_EMPTY + EF_CALL_COUNT, /* the empty polls when the streak began */
 	EF_K_COUNT
 };
 
@@ -50,7 +58,7 @@ struct ef_slot {
 
 /* Threads beyond the first EF_SLOTS - 1 share the last slot, with atomic adds. */
 #define EF_SLOTS 256
-extern struct ef_slot ef_stats_slots[EF_SLOTS];
+extern struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((visibility("hidden")));
 /* A slot for a new thread, which keeps it in its thread-local state. */
 struct ef_slot *ef_stats_claim(void);
 
@@ -68,30 +76,75 @@ static inline enum ef_tclass ef_tclass_of(int timeout_ms, int max_ms, int result
 				     : EF_T_LONGER;
 }
 
+static inline unsigned ef_key(enum ef_call call, enum ef_tclass tc, enum ef_outcome o)
+{
+	return ((unsigned)call * EF_T_COUNT + tc) * EF_O_COUNT + o;
+}
+
+/* One increment by the slot's owner, the only writer: a plain add, atomic only
+ * for readers. gcc makes three instructions of a relaxed load and store; one
+ * incq (x86-64) is the same single store to a reader. ThreadSanitizer is shown
+ * the atomics. */
+static inline void ef_slot_bump(struct ef_slot *s, unsigned k)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(EF_TSAN)
+	__asm__("incq %0" : "+m"(*(uint64_t *)&s->c[k]));
+#else
+	atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+#endif
+}
+
 static inline void ef_stats_add(struct ef_slot *s, unsigned k)
 {
 	if (__builtin_expect(ef_stats_shared(s), 0))
 		atomic_fetch_add_explicit(&s->c[k], 1, memory_order_relaxed);
-	else /* the owner is the only writer: a plain add, atomic only for readers */
-		atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+	else
+		ef_slot_bump(s, k);
 }
 
-/* Wait path: one call's outcome, with the thread's streak after it. For a
- * non-zero timeout the result does not matter, so it may be counted first. */
-static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int timeout_ms,
-				  int max_ms, enum ef_outcome o, int result,
-				  const struct ef_thread *t)
+static inline uint64_t ef_slot_empty_polls(const struct ef_slot *s)
 {
-	ef_stats_add(s, ((unsigned)call * EF_T_COUNT + ef_tclass_of(timeout_ms, max_ms, result)) *
-				EF_O_COUNT + o);
-	if (timeout_ms == 0 && result == 0) {
-		uint64_t longest = atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed);
-		if (t->empty_streak > longest && !ef_stats_shared(s))
-			atomic_store_explicit(&s->c[EF_K_LONGEST_STREAK], t->empty_streak,
-					      memory_order_relaxed);
-	}
+	return atomic_load_explicit(&s->c[EF_K_EMPTY + EF_CALL_WAIT], memory_order_relaxed) +
+	       atomic_load_explicit(&s->c[EF_K_EMPTY + EF_CALL_PWAIT], memory_order_relaxed);
 }
+
+/* By the slot's owner: empty zero-timeout polls came since its last other call.
+ * The owner is the only writer, so its plain reads race with nothing (and let
+ * the compiler compare in memory). */
+static inline int ef_slot_streak_open(const struct ef_slot *s)
+{
+	const uint64_t *c = (const uint64_t *)s->c;
+	return c[EF_K_EMPTY + EF_CALL_WAIT] + c[EF_K_EMPTY + EF_CALL_PWAIT] != c[EF_K_STREAK_MARK];
+}
+
+/* By the owner of a slot, at a call that is not an empty zero-timeout poll:
+ * the streak of empty polls before it ends (the shared slot keeps none). */
+void ef_stats_streak_end(struct ef_slot *s);
+
+/* Wait path: one call's outcome. For a non-zero timeout the result does not
+ * matter, so it may be counted first. */
+static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int timeout_ms,
+				  int max_ms, enum ef_outcome o, int result)
+{
+	if (timeout_ms == 0 && result == 0) {
+		/* The total first: a reader that sees the outcome's count sees it. */
+		ef_stats_add(s, EF_K_EMPTY + call);
+		if (o != EF_O_PASSED) {
+			atomic_thread_fence(memory_order_release);
+			ef_stats_add(s, ef_key(call, EF_T_ZERO_EMPTY, o));
+		}
+		return;
+	}
+	ef_stats_add(s, ef_key(call, ef_tclass_of(timeout_ms, max_ms, result), o));
+	if (ef_slot_streak_open(s))
+		ef_stats_streak_end(s);
+}
+
+/* A slot's counters as the report reads them, every key exact: the empty
+ * zero-timeout polls that passed, and the longest streak counting the one
+ * under way. shared: the slot is the one threads beyond EF_SLOTS - 1 share. */
+void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT]);
 
 /* ---- Call sites (slow path only) ----------------------------------------------
  * What the policy did where: one row per return address that made a rounded-up

@@ -5,17 +5,38 @@
 
 #include "stats.h"
 
+void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT])
+{
+	for (unsigned k = 0; k < EF_K_COUNT; k++)
+		out[k] = atomic_load_explicit(&s->c[k], memory_order_relaxed);
+	/* The totals again after the outcomes (ef_stats_count writes them first),
+	 * so the difference is never negative. */
+	atomic_thread_fence(memory_order_acquire);
+	for (unsigned call = 0; call < EF_CALL_COUNT; call++) {
+		uint64_t all = atomic_load_explicit(&s->c[EF_K_EMPTY + call], memory_order_relaxed);
+		uint64_t other = 0;
+		for (unsigned o = 0; o < EF_O_COUNT; o++)
+			other += o == EF_O_PASSED ? 0 : out[ef_key(call, EF_T_ZERO_EMPTY, o)];
+		out[ef_key(call, EF_T_ZERO_EMPTY, EF_O_PASSED)] = all > other ? all - other : 0;
+		out[EF_K_EMPTY + call] = all;
+	}
+	uint64_t now = out[EF_K_EMPTY + EF_CALL_WAIT] + out[EF_K_EMPTY + EF_CALL_PWAIT];
+	if (!shared && now >= out[EF_K_STREAK_MARK] &&
+	    now - out[EF_K_STREAK_MARK] > out[EF_K_LONGEST_STREAK])
+		out[EF_K_LONGEST_STREAK] = now - out[EF_K_STREAK_MARK];
+}
+
 void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_totals *t)
 {
+	uint64_t c[EF_K_COUNT];
+
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < nslots; i++) {
-		const struct ef_slot *s = &slots[i];
+		ef_slot_read(&slots[i], nslots == EF_SLOTS && i == EF_SLOTS - 1, c);
 		for (unsigned call = 0; call < EF_CALL_COUNT; call++)
 			for (unsigned tc = 0; tc < EF_T_COUNT; tc++)
 				for (unsigned o = 0; o < EF_O_COUNT; o++) {
-					uint64_t n = atomic_load_explicit(
-						&s->c[(call * EF_T_COUNT + tc) * EF_O_COUNT + o],
-						memory_order_relaxed);
+					uint64_t n = c[ef_key(call, tc, o)];
 					t->calls[call] += n;
 					t->by_class[tc == EF_T_ZERO_EMPTY ? EF_T_ZERO : tc] += n;
 					t->empty_zero += tc == EF_T_ZERO_EMPTY ? n : 0;
@@ -31,10 +52,10 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 								? n
 								: 0;
 				}
-		uint64_t longest = atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed);
-		t->longest_streak = longest > t->longest_streak ? longest : t->longest_streak;
-		t->learned_genuine += atomic_load_explicit(&s->c[EF_K_LEARNED_GENUINE], memory_order_relaxed);
-		t->learned_subms += atomic_load_explicit(&s->c[EF_K_LEARNED_SUBMS], memory_order_relaxed);
-		t->retries += atomic_load_explicit(&s->c[EF_K_RETRIES], memory_order_relaxed);
+		t->longest_streak = c[EF_K_LONGEST_STREAK] > t->longest_streak ? c[EF_K_LONGEST_STREAK]
+										: t->longest_streak;
+		t->learned_genuine += c[EF_K_LEARNED_GENUINE];
+		t->learned_subms += c[EF_K_LEARNED_SUBMS];
+		t->retries += c[EF_K_RETRIES];
 	}
 }
