@@ -247,7 +247,9 @@ long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *
 	int strict = via_prctl ? op == SECCOMP_MODE_STRICT_ : op == SECCOMP_SET_MODE_STRICT_;
 	long r;
 
-	if (!filter && !strict) /* not a request to filter: the kernel answers */
+	/* Not a request to filter, or one the kernel refuses (libseccomp asks
+	 * with no program, to learn what the kernel supports): it answers. */
+	if ((!filter && !strict) || (filter && !prog))
 		return via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
 				 : ef_real_syscall()(SYS_seccomp, op, flags, prog);
 	/* Take the probe for this thread: others pass through meanwhile. */

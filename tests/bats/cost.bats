@@ -1,0 +1,122 @@
+#!/usr/bin/env bats
+# What the library costs where it acts: the timer slack is set once per run of
+# upgraded waits and the program's own is kept; seccomp filters are learned of
+# where they are installed, never asked for before a wait; prctl and syscall,
+# which it watches for both, pass everything else through unchanged.
+
+setup() {
+	load helpers
+}
+
+@test "slack: a program's own PR_SET_TIMERSLACK between upgraded waits is kept" {
+	run "$EPOLLFIX_PROGS/ef-slack" own
+	assert_success
+	assert_output --partial "get_in_run=200000 real_in_run=200000 get_after=200000 real_after=200000"
+	run preload "$EPOLLFIX_PROGS/ef-slack" own
+	assert_success
+	assert_upgraded
+	# In the run the library's 1 us is in force, yet the program reads its own;
+	# after a call that is not an upgraded wait its own is in force again.
+	assert_output --partial "get_in_run=200000 real_in_run=1000 get_after=200000 real_after=200000"
+}
+
+@test "slack: the thread's own is back before a call that is not an upgraded wait returns" {
+	run "$EPOLLFIX_PROGS/ef-slack" restore
+	assert_success
+	own=$(field real_after_poll)
+	[ "$own" -gt 1000 ] || fail "the default slack is already 1us: $output"
+	run preload "$EPOLLFIX_PROGS/ef-slack" restore
+	assert_success
+	assert_upgraded
+	# Kept after the wait (the run may go on), back at the zero-timeout poll.
+	assert_output --partial "real_after_wait=1000 real_after_poll=$own "
+}
+
+@test "slack: fork between upgraded waits gives the child the thread's own, as its default too" {
+	run "$EPOLLFIX_PROGS/ef-slack" fork
+	assert_success
+	own=$(field child_got)
+	run preload "$EPOLLFIX_PROGS/ef-slack" fork
+	assert_success
+	assert_output --partial "child_got=$own child_default=$own "
+}
+
+@test "seccomp: a kill filter installed after start-up through prctl, syscall(SYS_seccomp) or libseccomp never kills" {
+	local vias=(prctl syscall)
+	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
+	for via in "${vias[@]}"; do
+		run preload "$EPOLLFIX_PROGS/ef-late-filter" "$via" kill 40
+		assert_success
+		[ "$(field before_median_us)" -lt "$UPGRADED_US" ] || fail "$via: $output"
+		[ "$(field after_median_us)" -gt "$ROUNDED_US" ] || fail "$via: $output"
+	done
+}
+
+@test "seccomp: a filter that allows epoll_pwait2, installed later, leaves the upgrades on" {
+	local vias=(prctl syscall)
+	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
+	for via in "${vias[@]}"; do
+		run preload "$EPOLLFIX_PROGS/ef-late-filter" "$via" allow 40
+		assert_success
+		[ "$(field before_median_us)" -lt "$UPGRADED_US" ] || fail "$via: $output"
+		[ "$(field after_median_us)" -lt "$UPGRADED_US" ] || fail "$via: $output"
+	done
+}
+
+# system calls per upgraded wait in a run of 200 asyncio 700 us sleeps, from strace
+@test "strace: one system call per continuing upgraded wait, two at a run's first, none asked before" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	command -v strace >/dev/null || skip "no strace"
+	out="$BATS_TEST_TMPDIR/strace"
+	# strace itself is not preloaded: -E gives the library to the traced program only.
+	run strace -f -o "$out" -e trace=prctl,epoll_wait,epoll_pwait2 \
+		-E LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$EPOLLFIX_LIB" \
+		"$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 200
+	assert_success
+	# The probe (epfd -1) is not a wait.
+	waits=$(grep -c 'epoll_pwait2([0-9]' "$out" || true)
+	get=$(grep -c 'PR_GET_TIMERSLACK' "$out" || true)
+	lower=$(grep -c 'PR_SET_TIMERSLACK, 1000)' "$out" || true)
+	all=$(grep -c 'prctl(' "$out" || true)
+	[ "$waits" -ge 150 ] || fail "only $waits upgraded waits"
+	grep -q PR_GET_SECCOMP "$out" && fail "asks the kernel for seccomp"
+	[ "$get" -le 1 ] || fail "$get PR_GET_TIMERSLACK"
+	# Each lowering comes right before an upgraded wait: a run's first wait costs
+	# two system calls, the others of the run one.
+	bad=$(awk '/PR_SET_TIMERSLACK, 1000\)/ {low=NR} low && NR == low + 1 && !/epoll_pwait2\(/ {n++} END {print n+0}' "$out")
+	[ "$bad" = 0 ] || fail "$bad lowerings not followed by an upgraded wait"
+	echo "waits=$waits lowerings=$lower prctl=$all" >&3
+	# Attributed to the waits (the lowerings and the one read): at most 2 a wait.
+	(( (waits + lower + get) * 10 <= 20 * waits )) || fail "$((waits + lower + get)) system calls for $waits waits"
+	# Everything the library asked, the restores before other calls included:
+	# at most 3 a wait (5 before).
+	(( (waits + all) * 10 <= 30 * waits )) || fail "$((waits + all)) system calls for $waits waits"
+}
+
+@test "prctl and syscall: every other request passes through unchanged, errno included" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	run preload "$py" -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+print("getpid", libc.syscall(39) == os.getpid())                # SYS_getpid
+print("enosys", libc.syscall(-1), ctypes.get_errno())            # no such call: ENOSYS
+ctypes.set_errno(0)
+print("dumpable", libc.prctl(3, 0, 0, 0, 0), ctypes.get_errno())  # PR_GET_DUMPABLE
+print("einval", libc.prctl(99999, 0, 0, 0, 0), ctypes.get_errno())
+name = ctypes.create_string_buffer(16)
+libc.prctl(15, b"ef-name", 0, 0, 0)                             # PR_SET_NAME
+libc.prctl(16, name, 0, 0, 0)                                   # PR_GET_NAME
+print("name", name.value.decode())
+print("slack", libc.syscall(157, 30, 0, 0, 0, 0))               # prctl(PR_GET_TIMERSLACK) raw
+'
+	assert_success
+	assert_line "getpid True"
+	assert_line "enosys -1 38"
+	assert_line "dumpable 1 0"
+	assert_line "einval -1 22"
+	assert_line "name ef-name"
+	assert_line --regexp "^slack [1-9][0-9]*$"
+}
