@@ -13,18 +13,51 @@
  * between epoll_wait as the program sees it (the library's, if preloaded) and
  * libc's own epoll_wait found with dlsym in libc.so.6 (never the library's),
  * both called through a pointer. Prints "ns_libc=.. ns_program=.. ns_added=.."
- * (fastest round of each; ns_added is the median of the pairs' differences). */
+ * (fastest round of each; ns_added is the median of the pairs' differences).
+ *
+ * The calls the library watches but leaves alone, paired the same way (the
+ * program's function against libc's own), with no epoll fd:
+ *   syscall:  syscall(SYS_getppid)
+ *   prctl:    prctl(PR_GET_DUMPABLE)
+ *   slack:    prctl(PR_GET_TIMERSLACK) (answered by libc: no run is open) */
 #include "common.h"
 
 #include <dlfcn.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 typedef int (*wait_fn)(int, struct epoll_event *, int, int);
+typedef long (*syscall_fn)(long, ...);
+typedef int (*prctl_fn)(int, ...);
+
+/* For the watched calls: which one, and each side's function. */
+static int watched; /* 0: epoll_wait; 1 syscall; 2 prctl; 3 slack */
+static syscall_fn sys_prog, sys_libc;
+static prctl_fn prctl_prog, prctl_libc;
+
+static int64_t round_watched(int libc, long count)
+{
+	int64_t t0 = now_ns();
+	for (long i = 0; i < count; i++) {
+		long r = watched == 1 ? (libc ? sys_libc : sys_prog)(SYS_getppid)
+						  : (libc ? prctl_libc : prctl_prog)(watched == 2 ? PR_GET_DUMPABLE
+											  : PR_GET_TIMERSLACK,
+										     0UL, 0UL, 0UL, 0UL);
+		if (r < 0) {
+			fprintf(stderr, "efb-pass: the watched call failed\n");
+			exit(1);
+		}
+	}
+	return now_ns() - t0;
+}
 
 static int64_t round_ns(wait_fn fn, int ep, struct epoll_event *out, int timeout, int expect,
 			long count)
 {
+	if (watched) /* fn is the program's, or libc's own */
+		return round_watched(fn != epoll_wait, count);
 	int64_t t0 = now_ns();
 	for (long i = 0; i < count; i++)
 		if (fn(ep, out, 8, timeout) != expect) {
@@ -46,6 +79,14 @@ static int paired(int ep, struct epoll_event *out, int timeout, int expect, long
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 	wait_fn own = libc ? (wait_fn)dlsym(libc, "epoll_wait") : NULL;
 	wait_fn volatile program = epoll_wait;
+	if (watched) {
+		sys_prog = syscall;
+		prctl_prog = prctl;
+		sys_libc = libc ? (syscall_fn)dlsym(libc, "syscall") : NULL;
+		prctl_libc = libc ? (prctl_fn)dlsym(libc, "prctl") : NULL;
+		if (!sys_libc || !prctl_libc)
+			own = NULL;
+	}
 	if (!own) {
 		fprintf(stderr, "efb-pass: libc's epoll_wait not found: %s\n", dlerror());
 		return 1;
@@ -77,7 +118,8 @@ static int paired(int ep, struct epoll_event *out, int timeout, int expect, long
 
 int main(int argc, char **argv)
 {
-	const char *usage = "efb-pass --case zero|ready|long [--count N] [--rounds R] [--paired 1]";
+	const char *usage = "efb-pass --case zero|ready|long|syscall|prctl|slack [--count N] [--rounds R] "
+			    "[--paired 1]";
 	const char *which = NULL;
 	long count = 200000, rounds = 5, pair = 0;
 
@@ -95,7 +137,11 @@ int main(int argc, char **argv)
 	}
 	if (!which || count < 1 || rounds < 1 || argc % 2 == 0)
 		efb_usage(usage);
-	int timeout = !strcmp(which, "zero") ? 0 : !strcmp(which, "ready") ? -1
+	watched = !strcmp(which, "syscall") ? 1 : !strcmp(which, "prctl") ? 2
+		: !strcmp(which, "slack") ? 3 : 0;
+	if (watched && !pair)
+		efb_usage(usage); /* compared with libc's own only */
+	int timeout = watched ? 0 : !strcmp(which, "zero") ? 0 : !strcmp(which, "ready") ? -1
 		    : !strcmp(which, "long") ? 5 : (efb_usage(usage), 0);
 	int expect = timeout == 0 ? 0 : 1;
 

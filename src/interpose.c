@@ -306,8 +306,11 @@ static __attribute__((noinline, cold)) int streak_then_pwait(int epfd, struct ep
 	return ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 }
 
+/* A zero-timeout poll counted as empty before the call found events (or
+ * failed): counted again as such. */
 static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 {
+	ef_slot_unbump(tls.fast, EF_K_EMPTY + call);
 	ef_slot_bump(tls.fast, ef_key(call, EF_T_ZERO, EF_O_PASSED));
 	if (ef_slot_streak_open(tls.fast))
 		streak_ended(0, r);
@@ -322,9 +325,8 @@ static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 		 : slow_pwait(epfd, ev, maxevents, timeout, mask, __builtin_return_address(0)))
 
 /* A call the policy leaves alone costs a load of the fast word for its
- * timeout, the thread's fast slot and one counter; a non-zero timeout is
- * counted before the real call, which is then a tail call; an empty
- * zero-timeout poll counts one empty poll after it. Counting touches no errno.
+ * timeout, the thread's fast slot and one counter, before the real call; for
+ * a non-zero timeout that is a tail call. Counting touches no errno.
  * Every other call from here is a tail call, so only the zero-timeout path
  * needs a frame. */
 static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int epfd,
@@ -347,10 +349,12 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 	}
 	if (__builtin_expect(!ef_fast_pass_zero() || !(s = tls.fast), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
+	/* Counted as an empty poll before the call, so nothing is kept across it;
+	 * the rare poll that finds events is counted again after. */
+	ef_slot_bump(s, EF_K_EMPTY + call);
 	int r = call_ready(call, epfd, ev, maxevents, timeout, mask);
 	if (__builtin_expect(r != 0, 0))
 		return zero_found(call, r);
-	ef_slot_bump(s, EF_K_EMPTY + call);
 	return r;
 }
 

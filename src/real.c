@@ -151,6 +151,14 @@ struct new_filter {
 
 #define CHILD_NOT_INSTALLED 255 /* the child's own install failed: so will the program's */
 
+/* The child ends with a plain exit system call: _exit() is noreturn, before
+ * which AddressSanitizer checks the stack, and warns about this one. */
+static int child_exit(int code)
+{
+	ef_real_syscall()(SYS_exit, code);
+	return code;
+}
+
 static int probe_child(void *arg)
 {
 	const struct new_filter *f = arg;
@@ -164,9 +172,9 @@ static int probe_child(void *arg)
 				 ? ef_real_prctl()(PR_SET_SECCOMP, SECCOMP_MODE_FILTER_, f->prog, 0, 0)
 				 : ef_real_syscall()(SYS_seccomp, SECCOMP_SET_MODE_FILTER_, f->flags, f->prog);
 		if (r < 0)
-			_exit(CHILD_NOT_INSTALLED);
+			return child_exit(CHILD_NOT_INSTALLED);
 	}
-	_exit(probe_answer());
+	return child_exit(probe_answer());
 }
 
 /* The probe runs in a short-lived child that shares our memory (CLONE_VM |

@@ -49,12 +49,17 @@ EF_REAL_FUNCS(EF_REAL_GETTER)
 #undef EF_REAL_GETTER
 
 /* ef_real_epoll_wait_ready() and friends: the pointer, for a thread that has seen
- * ef_real_init() return (pointers are stored once and never change). */
+ * ef_real_init() return (pointers are stored once and never change), read with
+ * a plain load so the call goes through memory (ThreadSanitizer: atomic). */
+#if defined(__SANITIZE_THREAD__)
+#define EF_REAL_LOAD(id) atomic_load_explicit(&ef_real_table[id], memory_order_relaxed)
+#else
+#define EF_REAL_LOAD(id) (*(void *const *)&ef_real_table[id])
+#endif
 #define EF_REAL_READY(name, type)                                                            \
 	static inline type ef_real_##name##_ready(void)                                      \
 	{                                                                                    \
-		return (type)atomic_load_explicit(&ef_real_table[EF_REAL_##name],            \
-						  memory_order_relaxed);                     \
+		return (type)EF_REAL_LOAD(EF_REAL_##name);                                   \
 	}
 EF_REAL_FUNCS(EF_REAL_READY)
 #undef EF_REAL_READY

@@ -95,6 +95,14 @@ static inline void ef_slot_bump(struct ef_slot *s, unsigned k)
 #endif
 }
 
+/* The owner takes back an increment (a zero-timeout poll counted as empty
+ * before it returned, that found events). */
+static inline void ef_slot_unbump(struct ef_slot *s, unsigned k)
+{
+	atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) - 1,
+			      memory_order_relaxed);
+}
+
 static inline void ef_stats_add(struct ef_slot *s, unsigned k)
 {
 	if (__builtin_expect(ef_stats_shared(s), 0))
@@ -130,9 +138,14 @@ static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int time
 	if (timeout_ms == 0 && result == 0) {
 		/* The total first: a reader that sees the outcome's count sees it. */
 		ef_stats_add(s, EF_K_EMPTY + call);
-		if (o != EF_O_PASSED) {
-			atomic_thread_fence(memory_order_release);
-			ef_stats_add(s, ef_key(call, EF_T_ZERO_EMPTY, o));
+		if (o != EF_O_PASSED) { /* released: a reader that sees it sees the total */
+			unsigned k = ef_key(call, EF_T_ZERO_EMPTY, o);
+			if (ef_stats_shared(s))
+				atomic_fetch_add_explicit(&s->c[k], 1, memory_order_release);
+			else
+				atomic_store_explicit(
+					&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + 1,
+					memory_order_release);
 		}
 		return;
 	}

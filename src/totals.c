@@ -7,11 +7,10 @@
 
 void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT])
 {
+	/* The outcomes with acquire, the totals after (ef_stats_count writes them
+	 * first), so the difference is never negative. */
 	for (unsigned k = 0; k < EF_K_COUNT; k++)
-		out[k] = atomic_load_explicit(&s->c[k], memory_order_relaxed);
-	/* The totals again after the outcomes (ef_stats_count writes them first),
-	 * so the difference is never negative. */
-	atomic_thread_fence(memory_order_acquire);
+		out[k] = atomic_load_explicit(&s->c[k], memory_order_acquire);
 	for (unsigned call = 0; call < EF_CALL_COUNT; call++) {
 		uint64_t all = atomic_load_explicit(&s->c[EF_K_EMPTY + call], memory_order_relaxed);
 		uint64_t other = 0;

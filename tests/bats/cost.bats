@@ -86,7 +86,7 @@ setup() {
 	# two system calls, the others of the run one.
 	bad=$(awk '/PR_SET_TIMERSLACK, 1000\)/ {low=NR} low && NR == low + 1 && !/epoll_pwait2\(/ {n++} END {print n+0}' "$out")
 	[ "$bad" = 0 ] || fail "$bad lowerings not followed by an upgraded wait"
-	echo "waits=$waits lowerings=$lower prctl=$all" >&3
+	echo "# waits=$waits lowerings=$lower prctl=$all" >&3
 	# Attributed to the waits (the lowerings and the one read): at most 2 a wait.
 	(( (waits + lower + get) * 10 <= 20 * waits )) || fail "$((waits + lower + get)) system calls for $waits waits"
 	# Everything the library asked, the restores before other calls included:
