@@ -319,6 +319,21 @@ static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 
 /* The caller's return address is read only on the way to the slow path (the
  * fast path is inlined into the exported function, whose caller it is). */
+/* A zero-timeout poll, already counted as empty. */
+static __attribute__((noipa)) int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
+					       int timeout)
+{
+	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
+	return __builtin_expect(r != 0, 0) ? zero_found(EF_CALL_WAIT, r) : r;
+}
+
+static __attribute__((noipa)) int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
+						int timeout, const sigset_t *mask)
+{
+	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
+	return __builtin_expect(r != 0, 0) ? zero_found(EF_CALL_PWAIT, r) : r;
+}
+
 #define SLOW(call, epfd, ev, maxevents, timeout, mask)                                       \
 	((call) == EF_CALL_WAIT                                                              \
 		 ? slow_wait(epfd, ev, maxevents, timeout, __builtin_return_address(0))      \
@@ -350,12 +365,11 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 	if (__builtin_expect(!ef_fast_pass_zero() || !(s = tls.fast), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
 	/* Counted as an empty poll before the call, so nothing is kept across it;
-	 * the rare poll that finds events is counted again after. */
+	 * the rare poll that finds events is counted again after. The call that
+	 * needs a frame is in a function of its own: the other paths have none. */
 	ef_slot_bump(s, EF_K_EMPTY + call);
-	int r = call_ready(call, epfd, ev, maxevents, timeout, mask);
-	if (__builtin_expect(r != 0, 0))
-		return zero_found(call, r);
-	return r;
+	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout)
+				    : zero_pwait(epfd, ev, maxevents, timeout, mask);
 }
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
