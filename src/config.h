@@ -33,12 +33,11 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	NUM(subms_ns, SUBMS, "subms", DURATION, 1, EF_NS_PER_MS, 50 * EF_NS_PER_US,              \
 	    50 * EF_NS_PER_US, ef_off_word, "=VALUE",                                             \
 	    "the wait that replaces a 1 ms timeout judged rounded-up; off disables upgrades")     \
-	/* At most 4095: state.c packs MAX_MS into 12 bits of its fast word. */                  \
 	NUM(max_ms, MAX_MS, "max-ms", INT, 1, 1000, 1, 1, NULL, "=VALUE",                        \
 	    "timeouts of 1..N ms count as rounded-up; T ms then waits (T-1) ms + SUBMS")          \
 	NUM(slack_ns, SLACK, "slack", DURATION, 1, EF_NS_PER_S, 1 * EF_NS_PER_US,                \
 	    1 * EF_NS_PER_US, ef_keep_word, "=VALUE",                                             \
-	    "timer slack while an upgraded wait sleeps, restored after; keep leaves it alone")    \
+	    "timer slack for a run of upgraded waits, the own restored before other calls")      \
 	NUM(log, LOG, "log", WORD, 0, 2, EF_LOG_WARN, EF_LOG_WARN, ef_log_words, "=VALUE",       \
 	    "quiet, warn or debug (one line per decision, for diagnosis only)")                  \
 	NUM(clamp_ns, CLAMP, "clamp", DURATION, 1, EF_NS_PER_S, 0, 0, ef_off_word, "=VALUE",     \

@@ -284,11 +284,13 @@ static __attribute__((noinline, cold)) int slow_pwait(int epfd, struct epoll_eve
 }
 
 /* Cold tails of the fast path: a call after a streak of empty zero-timeout
- * polls ends it, for the policy and for the report. */
+ * polls ends it, for the policy and for the report. They use tls.slot, the
+ * same slot as tls.fast was: a signal handler's call during the real one may
+ * have cleared tls.fast since. */
 static void streak_ended(int timeout, int result)
 {
 	ef_observe(&tls.policy, timeout, result);
-	ef_stats_streak_end(tls.fast);
+	ef_stats_streak_end(tls.slot);
 }
 
 static __attribute__((noinline, cold)) int streak_then_wait(int epfd, struct epoll_event *ev,
@@ -310,9 +312,9 @@ static __attribute__((noinline, cold)) int streak_then_pwait(int epfd, struct ep
  * failed): counted again as such. */
 static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 {
-	ef_slot_unbump(tls.fast, EF_K_EMPTY + call);
-	ef_slot_bump(tls.fast, ef_key(call, EF_T_ZERO, EF_O_PASSED));
-	if (ef_slot_streak_open(tls.fast))
+	ef_slot_unbump(tls.slot, EF_K_EMPTY + call);
+	ef_slot_bump(tls.slot, ef_key(call, EF_T_ZERO, EF_O_PASSED));
+	if (ef_slot_streak_open(tls.slot))
 		streak_ended(0, r);
 	return r;
 }

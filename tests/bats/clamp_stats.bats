@@ -98,6 +98,23 @@ report_value() {
 	done
 }
 
+@test "report counts: zero-timeout polls that find events, between streaks of empty ones" {
+	for api in wait pwait; do
+		run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --api "$api" \
+			--zero 100 --one 0 --ready 0 --long 0 --zero-found 30
+		assert_success
+		output=$stderr
+		assert_equal "$(report_value "by timeout")" "negative 0, 0 430, 1ms 0, longer 0"
+		assert_equal "$(report_value "passed through")" 430
+		assert_equal "$(report_value "empty zero-timeout polls")" "400, longest streak 100"
+		run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --api "$api" \
+			--zero 5 --one 0 --ready 0 --long 0 --zero-found 3
+		assert_success
+		output=$stderr
+		assert_equal "$(report_value "empty zero-timeout polls")" "35, longest streak 10"
+	done
+}
+
 @test "report counts add up over threads" {
 	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --threads 8 \
 		--zero 50 --one 5 --ready 3 --long 2

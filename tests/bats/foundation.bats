@@ -141,7 +141,7 @@ python_sleep_case() {
 	[ "$m" -gt 650 ] && [ "$m" -lt "$ROUNDED_US" ] || fail "$output"
 }
 
-@test "EPOLLFIX_SLACK: the thread's own slack is restored after each wait" {
+@test "EPOLLFIX_SLACK: the program reads its own slack after upgraded waits" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
 	# PR_GET_TIMERSLACK after upgraded waits must give back the default 50us.

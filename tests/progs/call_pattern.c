@@ -1,10 +1,12 @@
 /* A known sequence of epoll calls, so the stats report can be checked against
  * what the program did. Each thread (and, with --fork, each process) makes, in
  * order: --zero N empty zero-timeout polls, --one N waits of 1 ms on an idle fd,
- * --ready N waits of -1 ms on a ready fd, --long N waits of 5 ms on an idle fd.
+ * --ready N waits of -1 ms on a ready fd, --long N waits of 5 ms on an idle fd;
+ * then --zero-found N times a zero-timeout poll that finds an event and ten
+ * empty ones.
  *
  *   ef-calls [--api wait|pwait] [--threads T] [--fork] [--zero N] [--one N]
- *            [--ready N] [--long N] */
+ *            [--ready N] [--long N] [--zero-found N] */
 #define _GNU_SOURCE
 
 #include <pthread.h>
@@ -17,7 +19,7 @@
 #include <unistd.h>
 
 static int use_pwait;
-static long n_zero = 100, n_one = 20, n_ready = 10, n_long = 5;
+static long n_zero = 100, n_one = 20, n_ready = 10, n_long = 5, n_found = 0;
 
 static int call(int ep, struct epoll_event *out, int timeout)
 {
@@ -47,6 +49,13 @@ static void *pattern(void *arg)
 	for (long i = 0; i < n_long; i++)
 		if (call(idle, out, 5) != 0)
 			abort();
+	for (long i = 0; i < n_found; i++) {
+		if (call(ready, out, 0) != 1)
+			abort();
+		for (int j = 0; j < 10; j++)
+			if (call(idle, out, 0) != 0)
+				abort();
+	}
 	close(idle), close(ready), close(p[0]), close(p[1]), close(q[0]), close(q[1]);
 	return NULL;
 }
@@ -70,6 +79,8 @@ int main(int argc, char **argv)
 			n_ready = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--long") && i + 1 < argc)
 			n_long = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--zero-found") && i + 1 < argc)
+			n_found = atol(argv[++i]);
 		else {
 			fprintf(stderr, "usage: see the comment at the top of call_pattern.c\n");
 			return 2;
