@@ -326,7 +326,10 @@ static __attribute__((noipa)) int zero_wait(int epfd, struct epoll_event *ev, in
 					       int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
-	return __builtin_expect(r != 0, 0) ? zero_found(EF_CALL_WAIT, r) : r;
+	if (__builtin_expect(r != 0, 0))
+		return zero_found(EF_CALL_WAIT, r);
+	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
+	return r;
 }
 
 static __attribute__((noipa)) int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
@@ -364,12 +367,13 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 						    : streak_then_pwait(epfd, ev, maxevents, timeout, mask);
 		return call_ready(call, epfd, ev, maxevents, timeout, mask);
 	}
-	if (__builtin_expect(!ef_fast_pass_zero() || !(s = tls.fast), 0))
+	if (__builtin_expect(!(s = tls.fast) || !ef_fast_pass_zero(), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
 	/* Counted as an empty poll before the call, so nothing is kept across it;
 	 * the rare poll that finds events is counted again after. The call that
 	 * needs a frame is in a function of its own: the other paths have none. */
 	ef_slot_bump(s, EF_K_EMPTY + call);
+	__asm__("" : "+r"(timeout)); /* 0, and already where the call wants it */
 	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout)
 				    : zero_pwait(epfd, ev, maxevents, timeout, mask);
 }

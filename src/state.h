@@ -21,7 +21,11 @@
 /* Positive timeouts up to this take the slow path (MAX_MS: the rounded-up
  * range, upgraded or not); negative ones pass unless it is EF_FAST_ALL. */
 extern _Atomic int ef_fast_pos __attribute__((visibility("hidden")));
-/* Nonzero: zero timeouts take the slow path (the clamp is on, or all do). */
+/* EF_FAST_ZERO_PASS: zero timeouts pass; anything else (the clamp is on, or
+ * every call takes the slow path; 0 until the environment is read) sends them
+ * to the slow path. A comparison with a constant other than 0 is made in
+ * memory, with no register to clear after. */
+#define EF_FAST_ZERO_PASS 1
 extern _Atomic int ef_fast_zero __attribute__((visibility("hidden")));
 /* Nonzero: the library is disabled; the slow path passes the call uncounted. */
 extern _Atomic int ef_fast_off __attribute__((visibility("hidden")));
@@ -46,7 +50,7 @@ static inline int ef_fast_pass_nonzero(int timeout)
 /* 1 when a zero-timeout call passes untouched. */
 static inline int ef_fast_pass_zero(void)
 {
-	return !EF_FAST_LOAD(ef_fast_zero);
+	return EF_FAST_LOAD(ef_fast_zero) == EF_FAST_ZERO_PASS;
 }
 
 static inline int ef_fast_disabled(void)
