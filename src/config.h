@@ -37,7 +37,7 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	    "timeouts of 1..N ms count as rounded-up; T ms then waits (T-1) ms + SUBMS")          \
 	NUM(slack_ns, SLACK, "slack", DURATION, 1, EF_NS_PER_S, 1 * EF_NS_PER_US,                \
 	    1 * EF_NS_PER_US, ef_keep_word, "=VALUE",                                             \
-	    "timer slack for a run of upgraded waits, the own restored before other calls")      \
+	    "timer slack during runs of upgraded waits; keep leaves the thread's own")          \
 	NUM(log, LOG, "log", WORD, 0, 2, EF_LOG_WARN, EF_LOG_WARN, ef_log_words, "=VALUE",       \
 	    "quiet, warn or debug (one line per decision, for diagnosis only)")                  \
 	NUM(clamp_ns, CLAMP, "clamp", DURATION, 1, EF_NS_PER_S, 0, 0, ef_off_word, "=VALUE",     \
