@@ -321,8 +321,16 @@ static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 
 /* The caller's return address is read only on the way to the slow path (the
  * fast path is inlined into the exported function, whose caller it is). */
+/* Not inlined, nor specialised for its constant arguments (gcc would then
+ * make again in a register the 0 that is already there). */
+#if defined(__has_attribute) && __has_attribute(noipa)
+#define EF_NOIPA __attribute__((noipa))
+#else
+#define EF_NOIPA __attribute__((noinline))
+#endif
+
 /* A zero-timeout poll, already counted as empty. */
-static __attribute__((noipa)) int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
+static EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
 					       int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
@@ -332,7 +340,7 @@ static __attribute__((noipa)) int zero_wait(int epfd, struct epoll_event *ev, in
 	return r;
 }
 
-static __attribute__((noipa)) int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
+static EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
 						int timeout, const sigset_t *mask)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
