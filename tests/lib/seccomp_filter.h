@@ -31,6 +31,25 @@ struct ef_sock_fprog { unsigned short len; struct ef_sock_filter *filter; };
 #error "add this architecture's AUDIT_ARCH value"
 #endif
 
+/* The program of a filter that gives epoll_pwait2 `action` and allows every
+ * other call: seven instructions written into f. */
+#define EF_PWAIT2_FILTER_LEN 7
+static inline struct ef_sock_fprog ef_pwait2_filter(uint32_t action,
+						    struct ef_sock_filter f[EF_PWAIT2_FILTER_LEN])
+{
+	const struct ef_sock_filter prog[EF_PWAIT2_FILTER_LEN] = {
+		{ EF_BPF_LD_W_ABS, 0, 0, 4 }, /* seccomp_data.arch */
+		{ EF_BPF_JEQ_K, 1, 0, EF_AUDIT_ARCH },
+		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
+		{ EF_BPF_LD_W_ABS, 0, 0, 0 }, /* seccomp_data.nr */
+		{ EF_BPF_JEQ_K, 0, 1, EF_NR_EPOLL_PWAIT2 },
+		{ EF_BPF_RET_K, 0, 0, action },
+		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
+	};
+	memcpy(f, prog, sizeof(prog));
+	return (struct ef_sock_fprog){ EF_PWAIT2_FILTER_LEN, f };
+}
+
 /* "eperm", "enosys" or "kill": what epoll_pwait2 gets from now on, in this
  * process and everything it execs. Returns 0, or -1 with a message on stderr. */
 static inline int filter_pwait2(const char *how)
@@ -46,16 +65,8 @@ static inline int filter_pwait2(const char *how)
 		fprintf(stderr, "filter: '%s' is not eperm, enosys or kill\n", how);
 		return -1;
 	}
-	struct ef_sock_filter f[] = {
-		{ EF_BPF_LD_W_ABS, 0, 0, 4 }, /* seccomp_data.arch */
-		{ EF_BPF_JEQ_K, 1, 0, EF_AUDIT_ARCH },
-		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
-		{ EF_BPF_LD_W_ABS, 0, 0, 0 }, /* seccomp_data.nr */
-		{ EF_BPF_JEQ_K, 0, 1, EF_NR_EPOLL_PWAIT2 },
-		{ EF_BPF_RET_K, 0, 0, action },
-		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
-	};
-	struct ef_sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct ef_sock_filter f[EF_PWAIT2_FILTER_LEN];
+	struct ef_sock_fprog prog = ef_pwait2_filter(action, f);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, 2, &prog, 0, 0)) {
 		perror("filter: prctl");
 		return -1;

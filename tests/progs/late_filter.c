@@ -40,16 +40,8 @@ static int64_t waits(int ep, int n)
 
 static int install(const char *via, int kill)
 {
-	struct ef_sock_filter f[] = {
-		{ EF_BPF_LD_W_ABS, 0, 0, 4 }, /* seccomp_data.arch */
-		{ EF_BPF_JEQ_K, 1, 0, EF_AUDIT_ARCH },
-		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
-		{ EF_BPF_LD_W_ABS, 0, 0, 0 }, /* seccomp_data.nr */
-		{ EF_BPF_JEQ_K, 0, 1, EF_NR_EPOLL_PWAIT2 },
-		{ EF_BPF_RET_K, 0, 0, kill ? EF_RET_KILL_PROCESS : EF_RET_ALLOW },
-		{ EF_BPF_RET_K, 0, 0, EF_RET_ALLOW },
-	};
-	struct ef_sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct ef_sock_filter f[EF_PWAIT2_FILTER_LEN];
+	struct ef_sock_fprog prog = ef_pwait2_filter(kill ? EF_RET_KILL_PROCESS : EF_RET_ALLOW, f);
 
 	if (!strcmp(via, "libseccomp")) {
 #ifdef HAVE_LIBSECCOMP
