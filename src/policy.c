@@ -162,7 +162,6 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 	int64_t passed = r->last_end_ns - r->start_ns;
 
 	r->open = 0;
-	s->runs++;
 	if (s->shape == EF_SHAPE_NEW)
 		s->shape = EF_SHAPE_ENDS;
 	/* With one wake-up the deadline is known only to lie before it: news when

@@ -90,7 +90,6 @@ struct ef_site {
 				    not use: the least gap seen, drifting up slowly */
 	uint32_t backoff_left;   /* waits to leave alone before trying again */
 	uint32_t backoff_len;    /* the next back-off: doubled each time it is confirmed */
-	uint32_t runs;           /* runs ended here */
 };
 
 struct ef_run {
