@@ -32,6 +32,7 @@ static __thread struct {
 	 * them to the slow path: no slot yet (or the shared one), a run of
 	 * upgraded waits open (ef_watching), or the library's slack in force. */
 	struct ef_slot *fast;
+	struct ef_slot *zfast; /* the same for zero-timeout calls; NULL also while they are held */
 	struct ef_slot *slot;
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
@@ -53,6 +54,7 @@ static void fast_again(void)
 	if (!tls.fast)
 		ef_real_init();
 	tls.fast = s && !ef_stats_shared(s) && !tls.lowered && !ef_watching(&tls.policy) ? s : NULL;
+	tls.zfast = ef_fast_zero_held() ? NULL : tls.fast;
 }
 
 /* ---- Timer slack ------------------------------------------------------------
@@ -308,10 +310,15 @@ static __attribute__((noinline, cold)) int streak_then_pwait(int epfd, struct ep
 	return ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 }
 
-/* A zero-timeout poll counted as empty before the call found events (or
- * failed): counted again as such. */
-static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
+/* After a zero-timeout poll that found events (or failed), or that passed
+ * while such polls were being held for the slow path: the first is counted
+ * again, as what it was; the second makes the thread's next ones slow. */
+static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 {
+	if (ef_fast_zero_held())
+		tls.zfast = NULL;
+	if (r == 0)
+		return r;
 	ef_slot_unbump(tls.slot, EF_K_EMPTY + call);
 	ef_slot_bump(tls.slot, ef_key(call, EF_T_ZERO, EF_O_PASSED));
 	if (ef_slot_streak_open(tls.slot))
@@ -329,22 +336,25 @@ static __attribute__((noinline, cold)) int zero_found(enum ef_call call, int r)
 #define EF_NOIPA __attribute__((noinline))
 #endif
 
-/* A zero-timeout poll, already counted as empty. */
-static EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
-					       int timeout)
+/* A zero-timeout poll, already counted as empty. One branch after it asks
+ * both whether it was and whether zero-timeout calls are held. */
+static EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
-	if (__builtin_expect(r != 0, 0))
-		return zero_found(EF_CALL_WAIT, r);
+	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+		return zero_after(EF_CALL_WAIT, r);
 	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
 	return r;
 }
 
-static EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
-						int timeout, const sigset_t *mask)
+static EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
+			       const sigset_t *mask)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
-	return __builtin_expect(r != 0, 0) ? zero_found(EF_CALL_PWAIT, r) : r;
+	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+		return zero_after(EF_CALL_PWAIT, r);
+	__asm__("" : "+r"(r));
+	return r;
 }
 
 #define SLOW(call, epfd, ev, maxevents, timeout, mask)                                       \
@@ -352,11 +362,25 @@ static EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
 		 ? slow_wait(epfd, ev, maxevents, timeout, __builtin_return_address(0))      \
 		 : slow_pwait(epfd, ev, maxevents, timeout, mask, __builtin_return_address(0)))
 
-/* A call the policy leaves alone costs a load of the fast word for its
- * timeout, the thread's fast slot and one counter, before the real call; for
- * a non-zero timeout that is a tail call. Counting touches no errno.
- * Every other call from here is a tail call, so only the zero-timeout path
- * needs a frame. */
+/* A non-zero timeout that passes, counted under key k: the real call as a
+ * tail call, unless a streak of empty polls ends here. */
+static inline __attribute__((always_inline)) int pass_nonzero(enum ef_call call, struct ef_slot *s,
+							      unsigned k, int epfd,
+							      struct epoll_event *ev,
+							      int maxevents, int timeout,
+							      const sigset_t *mask)
+{
+	ef_slot_bump(s, k);
+	if (__builtin_expect(ef_slot_streak_open(s), 0))
+		return call == EF_CALL_WAIT ? streak_then_wait(epfd, ev, maxevents, timeout)
+					    : streak_then_pwait(epfd, ev, maxevents, timeout, mask);
+	return call_ready(call, epfd, ev, maxevents, timeout, mask);
+}
+
+/* A call the policy leaves alone costs a comparison with its kind's fast
+ * word, a load of the thread's fast slot and one counter, before the real
+ * call; for a non-zero timeout that is a tail call. Counting touches no errno. Every other call
+ * from here is a tail call, so only the zero-timeout path needs a frame. */
 static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int epfd,
 							 struct epoll_event *ev, int maxevents,
 							 int timeout, const sigset_t *mask)
@@ -364,18 +388,18 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 	struct ef_slot *s;
 
 	if (timeout != 0) {
-		if (__builtin_expect(!ef_fast_pass_nonzero(timeout) || !(s = tls.fast), 0))
+		if (timeout < 0) {
+			if (__builtin_expect(!ef_fast_pass_negative() || !(s = tls.fast), 0))
+				return SLOW(call, epfd, ev, maxevents, timeout, mask);
+			return pass_nonzero(call, s, ef_key(call, EF_T_NEGATIVE, EF_O_PASSED), epfd,
+					    ev, maxevents, timeout, mask);
+		}
+		if (__builtin_expect(!ef_fast_pass_positive(timeout) || !(s = tls.fast), 0))
 			return SLOW(call, epfd, ev, maxevents, timeout, mask);
-		if (timeout < 0) /* two constant keys: no index to compute */
-			ef_slot_bump(s, ef_key(call, EF_T_NEGATIVE, EF_O_PASSED));
-		else
-			ef_slot_bump(s, ef_key(call, EF_T_LONGER, EF_O_PASSED));
-		if (__builtin_expect(ef_slot_streak_open(s), 0))
-			return call == EF_CALL_WAIT ? streak_then_wait(epfd, ev, maxevents, timeout)
-						    : streak_then_pwait(epfd, ev, maxevents, timeout, mask);
-		return call_ready(call, epfd, ev, maxevents, timeout, mask);
+		return pass_nonzero(call, s, ef_key(call, EF_T_LONGER, EF_O_PASSED), epfd, ev,
+				    maxevents, timeout, mask);
 	}
-	if (__builtin_expect(!(s = tls.fast) || !ef_fast_pass_zero(), 0))
+	if (__builtin_expect(!(s = tls.zfast), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
 	/* Counted as an empty poll before the call, so nothing is kept across it;
 	 * the rare poll that finds events is counted again after. The call that

@@ -23,7 +23,8 @@ static atomic_flag writer = ATOMIC_FLAG_INIT;
 enum { UNREAD, READING, READY };
 static _Atomic int loaded = UNREAD;
 _Atomic int ef_fast_pos = EF_FAST_ALL;
-_Atomic int ef_fast_zero;
+_Atomic int ef_fast_neg;
+_Atomic int ef_fast_zero_hold = 1;
 _Atomic int ef_fast_off;
 
 /* A writer preempted mid-update must not make readers spin: after this many
@@ -37,8 +38,8 @@ static void publish_fast(const struct ef_config *c)
 
 	atomic_store_explicit(&ef_fast_off, c->disable, memory_order_relaxed);
 	atomic_store_explicit(&ef_fast_pos, all ? EF_FAST_ALL : (int)c->max_ms, memory_order_relaxed);
-	atomic_store_explicit(&ef_fast_zero, all || c->clamp_ns > 0 ? 0 : EF_FAST_ZERO_PASS,
-			      memory_order_release);
+	atomic_store_explicit(&ef_fast_neg, all ? 0 : EF_FAST_NEG_PASS, memory_order_relaxed);
+	atomic_store_explicit(&ef_fast_zero_hold, all || c->clamp_ns > 0, memory_order_release);
 }
 
 static void publish(const struct ef_config *c)

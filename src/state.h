@@ -13,20 +13,25 @@
 #include "fmt.h"
 
 /* What the wait path needs to let a call pass untouched, published with every
- * configuration. A call decides on one load: ef_fast_pos for a non-zero
- * timeout, ef_fast_zero for a zero one. Until the environment has been read,
- * while the debug log is on and when the library is disabled, both send every
- * call to the slow path. */
+ * configuration. Each kind of timeout reads a word of its own, which the
+ * compiler folds into one comparison with memory (two kinds reading one word
+ * would share a load, and one kind would pay for the other's branch). Until
+ * the environment has been read, while the debug log is on and when the
+ * library is disabled, all three send every call to the slow path. */
 #define EF_FAST_ALL INT_MAX /* ef_fast_pos: every call takes the slow path */
 /* Positive timeouts up to this take the slow path (MAX_MS: the rounded-up
- * range, upgraded or not); negative ones pass unless it is EF_FAST_ALL. */
+ * range, upgraded or not). */
 extern _Atomic int ef_fast_pos __attribute__((visibility("hidden")));
-/* EF_FAST_ZERO_PASS: zero timeouts pass; anything else (the clamp is on, or
- * every call takes the slow path; 0 until the environment is read) sends them
- * to the slow path. A comparison with a constant other than 0 is made in
- * memory, with no register to clear after. */
-#define EF_FAST_ZERO_PASS 1
-extern _Atomic int ef_fast_zero __attribute__((visibility("hidden")));
+/* EF_FAST_NEG_PASS: negative timeouts pass; anything else sends them to the
+ * slow path too. (A comparison with a constant other than 0 is made in memory;
+ * one with 0 would load the word into a register first.) */
+#define EF_FAST_NEG_PASS 1
+extern _Atomic int ef_fast_neg __attribute__((visibility("hidden")));
+/* Nonzero: zero timeouts take the slow path (the clamp is on, or every call
+ * does). A thread learns of it before its first zero-timeout call passes
+ * (fast_again, interpose.c) and, for a change made while it polls, after the
+ * next one: the check shares the branch on the poll's result. */
+extern _Atomic int ef_fast_zero_hold __attribute__((visibility("hidden")));
 /* Nonzero: the library is disabled; the slow path passes the call uncounted. */
 extern _Atomic int ef_fast_off __attribute__((visibility("hidden")));
 
@@ -40,17 +45,22 @@ extern _Atomic int ef_fast_off __attribute__((visibility("hidden")));
 #define EF_FAST_LOAD(x) (*(const __typeof__(x + 0) *)&(x))
 #endif
 
-/* 1 when a call with this non-zero timeout passes untouched. */
-static inline int ef_fast_pass_nonzero(int timeout)
+/* 1 when a call with this positive timeout passes untouched. */
+static inline int ef_fast_pass_positive(int timeout)
 {
-	return timeout < 0 ? EF_FAST_LOAD(ef_fast_pos) != EF_FAST_ALL
-			   : timeout > EF_FAST_LOAD(ef_fast_pos);
+	return timeout > EF_FAST_LOAD(ef_fast_pos);
 }
 
-/* 1 when a zero-timeout call passes untouched. */
-static inline int ef_fast_pass_zero(void)
+/* 1 when a call with a negative timeout passes untouched. */
+static inline int ef_fast_pass_negative(void)
 {
-	return EF_FAST_LOAD(ef_fast_zero) == EF_FAST_ZERO_PASS;
+	return EF_FAST_LOAD(ef_fast_neg) == EF_FAST_NEG_PASS;
+}
+
+/* Nonzero when zero-timeout calls must take the slow path. */
+static inline int ef_fast_zero_held(void)
+{
+	return EF_FAST_LOAD(ef_fast_zero_hold);
 }
 
 static inline int ef_fast_disabled(void)

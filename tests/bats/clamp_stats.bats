@@ -27,6 +27,18 @@ report_value() {
 	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
 }
 
+@test "a clamp set at run time through the API reaches a thread already busy polling" {
+	for api in wait pwait; do
+		run preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 1.5 --api $api \
+			--set-after-ms 500 clamp=1ms
+		assert_success
+		after=$(field cpu_pct_after)
+		[ -n "$after" ] && [ "$after" -lt 25 ] || fail "$api: CPU after the clamp was set: $output"
+		clamped=$(report_value clamped)
+		[ "${clamped:-0}" -gt 100 ] || fail "$api: clamped polls '$clamped': $output"
+	done
+}
+
 @test "clamped waits return at once on readiness: every event, none waits for the clamp" {
 	# A 100ms clamp makes a missed wake-up impossible to overlook: events arrive
 	# every 5ms, so any that waited for the clamp would be 10s of ms late.

@@ -3,12 +3,17 @@
  * timestamp into a pipe every N us, and the loop reports how long each one took
  * to be read.
  *
- *   ef-busy [--seconds S] [--api wait|pwait] [--writer-us N]
+ *   ef-busy [--seconds S] [--api wait|pwait] [--writer-us N] [--set-after-ms MS WORD]
+ *
+ * With --set-after-ms, a second thread applies WORD (like clamp=1ms) through
+ * the library's epollfix_set() after MS ms, while the loop polls; the loop's
+ * CPU is then also given over the time after it, as cpu_pct_after.
  *
  * Prints "cpu_pct=.. polls=.. written=.. read=.. latency_p50_us=.. latency_max_us=..";
  * cpu_pct is the process's user+system time over wall time. */
 #include "clock.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +27,29 @@ static int fds[2];
 static long writer_us;
 static atomic_int stop;
 static atomic_long written;
+static long set_after_ms;
+static const char *set_word;
+static _Atomic int64_t set_at_ns, set_at_cpu_ns;
+
+/* Applies set_word after set_after_ms, as a program's own thread would. */
+static void *setter(void *arg)
+{
+	int (*set)(const char *, char *, size_t);
+	char err[256] = "";
+	struct timespec d = { set_after_ms / 1000, (set_after_ms % 1000) * 1000000 };
+
+	(void)arg;
+	nanosleep(&d, NULL);
+	*(void **)&set = dlsym(RTLD_DEFAULT, "epollfix_set");
+	if (!set || set(set_word, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ef-busy: epollfix_set(%s): %s\n", set_word,
+			set ? err : "no libepollfix loaded");
+		exit(1);
+	}
+	atomic_store(&set_at_cpu_ns, cpu_ns());
+	atomic_store(&set_at_ns, now_ns());
+	return NULL;
+}
 
 static void *writer(void *arg)
 {
@@ -48,8 +76,13 @@ int main(int argc, char **argv)
 			use_pwait = !strcmp(argv[++i], "pwait");
 		else if (!strcmp(argv[i], "--writer-us") && i + 1 < argc)
 			writer_us = atol(argv[++i]);
-		else {
-			fprintf(stderr, "usage: %s [--seconds S] [--api wait|pwait] [--writer-us N]\n",
+		else if (!strcmp(argv[i], "--set-after-ms") && i + 2 < argc) {
+			set_after_ms = atol(argv[++i]);
+			set_word = argv[++i];
+		} else {
+			fprintf(stderr,
+				"usage: %s [--seconds S] [--api wait|pwait] [--writer-us N] "
+				"[--set-after-ms MS WORD]\n",
 				argv[0]);
 			return 2;
 		}
@@ -62,9 +95,11 @@ int main(int argc, char **argv)
 	sigset_t none;
 	sigemptyset(&none);
 
-	pthread_t t;
+	pthread_t t, st;
 	if (writer_us > 0)
 		pthread_create(&t, NULL, writer, NULL);
+	if (set_word)
+		pthread_create(&st, NULL, setter, NULL);
 	size_t cap = 1 << 20, nread = 0;
 	int64_t *lat = calloc(cap, sizeof(*lat));
 	long polls = 0;
@@ -79,8 +114,11 @@ int main(int argc, char **argv)
 			if (nread < cap)
 				lat[nread++] = now_ns() - stamp;
 	}
-	int64_t wall = now_ns() - start, cpu = cpu_ns() - cpu0;
+	int64_t stop_ns = now_ns(), stop_cpu = cpu_ns();
+	int64_t wall = stop_ns - start, cpu = stop_cpu - cpu0;
 	atomic_store(&stop, 1);
+	if (set_word)
+		pthread_join(st, NULL);
 	if (writer_us > 0) {
 		pthread_join(t, NULL);
 		/* What the writer sent after the loop stopped is not the loop's to read. */
@@ -90,6 +128,10 @@ int main(int argc, char **argv)
 	}
 	printf("cpu_pct=%lld polls=%ld written=%ld read=%zu", (long long)(cpu * 100 / wall), polls,
 	       atomic_load(&written), nread);
+	int64_t at = atomic_load(&set_at_ns);
+	if (set_word && at > 0 && stop_ns > at)
+		printf(" cpu_pct_after=%lld",
+		       (long long)((stop_cpu - atomic_load(&set_at_cpu_ns)) * 100 / (stop_ns - at)));
 	if (nread) {
 		printf(" latency_");
 		print_summary(lat, nread);
