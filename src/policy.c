@@ -14,9 +14,6 @@
  * re-ask at all (its gaps all look alike: a stream that never ends). */
 #define USED_FACTOR 3
 #define USED_SLOP (2 * NS_PER_US)
-#define QUICK_DOWN 8      /* the quickest re-ask moves 1/8 of the way down per gap */
-#define QUICK_DRIFT 64    /* 1/64 of the way up */
-#define USED_DRIFT 1024   /* and 1/1024 per gap judged used */
 /* A run still going this long after its first request's timeout, having
  * asked for more than that timeout in waits, is no deadline being chased: it is
  * a stream of 1 ms requests that never ends. Counting what was asked, not only
@@ -144,25 +141,15 @@ static int64_t site_deadline(const struct ef_site *s)
 }
 
 /* Whether a re-ask gap_ns after an empty wake-up says the program used it;
- * learns the site's quickest re-ask on the way: a low quantile of the gaps,
- * moving an eighth of the way down to a quicker one (one lucky fast turn does
- * not set it for good) and a 64th of the way up to a slower one; much more
- * slowly up to a gap judged used: where every first wait is predicted well,
- * every gap is one, and their length must not pull the threshold above the
- * program's own use (gevent's callbacks would go unseen, and its runs would
- * run into each other). */
+ * learns the site's quickest re-ask on the way. */
 static int gap_used(struct ef_site *s, int64_t gap_ns)
 {
-	gap_ns = max64(gap_ns, 1);
-	int used = s->quick_gap_ns && gap_ns > USED_FACTOR * s->quick_gap_ns + USED_SLOP;
-	int64_t to = min64(gap_ns, 64 * NS_PER_US);
-	if (!s->quick_gap_ns)
-		s->quick_gap_ns = to;
-	else if (to < s->quick_gap_ns)
-		s->quick_gap_ns -= (s->quick_gap_ns - to + QUICK_DOWN - 1) / QUICK_DOWN;
-	else
-		s->quick_gap_ns += (to - s->quick_gap_ns) / (used ? USED_DRIFT : QUICK_DRIFT);
-	return used;
+	gap_ns = max64(gap_ns, 0);
+	if (!s->quick_gap_ns || gap_ns < s->quick_gap_ns)
+		s->quick_gap_ns = max64(gap_ns, 1);
+	else /* drifts up, so one lucky fast turn does not set it for good */
+		s->quick_gap_ns += (min64(gap_ns, 64 * NS_PER_US) - s->quick_gap_ns) / 64;
+	return gap_ns > USED_FACTOR * s->quick_gap_ns + USED_SLOP;
 }
 
 /* The open run ended without finding events: its deadline had passed by the
