@@ -37,6 +37,10 @@ static __thread struct {
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
 	struct ef_thread policy;
+	/* The configuration as this thread last copied it. A signal handler's
+	 * call may take a new copy under a call of the thread's own: that call
+	 * then reads both, each a whole configuration that was in force. */
+	struct ef_config_copy config;
 } tls __attribute__((tls_model("initial-exec")));
 
 static inline struct ef_slot *my_slot(void)
@@ -218,23 +222,21 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  struct epoll_event *ev, int maxevents,
 						  int timeout, const sigset_t *mask, const void *ra)
 {
-	struct ef_config c;
 	struct ef_thread *t = &tls.policy;
+	const struct ef_config *c = ef_fast_disabled() ? NULL : ef_state_config_copy(&tls.config);
 
-	if (ef_fast_disabled() || !ef_state_config(&c))
-		c = (struct ef_config){ .disable = 1 };
-	if (c.disable) {
+	if (!c || c->disable) {
 		t->run.open = 0;
 		slack_restore();
 		return call_real(call, epfd, ev, maxevents, timeout, mask);
 	}
 	struct ef_request in = { .timeout_ms = timeout, .site = ra };
 	enum ef_runtime rt = EF_RT_UNKNOWN;
-	if (ef_wants_caller(&c, timeout))
+	if (ef_wants_caller(c, timeout))
 		in.caller = caller_of(rt = ef_caller_runtime(ra));
-	if (ef_wants_clock(&c, t, timeout))
+	if (ef_wants_clock(c, t, timeout))
 		in.now_ns = mono_ns();
-	struct ef_decision d = ef_before(&c, t, &in);
+	struct ef_decision d = ef_before(c, t, &in);
 	enum ef_action meant = d.action;
 	int r = REFUSED;
 
@@ -242,7 +244,7 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable())
 		d = ef_without_pwait2(d, timeout);
 	if (d.action == EF_UPGRADE)
-		slack_for_wait(&c);
+		slack_for_wait(c);
 	else
 		slack_restore();
 	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
@@ -256,13 +258,13 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
 
 	int err = errno;
-	int64_t end = ef_wants_end_clock(&c, &in, d) ? mono_ns() : 0;
-	learned(ef_after(&c, t, &in, d, r, end));
+	int64_t end = ef_wants_end_clock(c, &in, d) ? mono_ns() : 0;
+	learned(ef_after(c, t, &in, d, r, end));
 	if (d.ended)
-		ef_stats_site_ended(d.ended);
-	if (ef_rounded_up(&c, timeout))
-		ef_stats_site(ra, ef_site_of(t, ra), d, caller_flags(rt));
-	ef_stats_count(my_slot(), call, timeout, (int)c.max_ms, outcome_of(meant, d.action), r);
+		ef_stats_site_ended(my_slot(), d.ended);
+	if (ef_rounded_up(c, timeout))
+		ef_stats_site(my_slot(), ra, ef_site_of(t, ra), d, caller_flags(rt));
+	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, outcome_of(meant, d.action), r);
 	fast_again();
 	if (ef_log_on(EF_LOG_DEBUG))
 		debug_line(call, epfd, timeout, d, r);

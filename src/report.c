@@ -88,14 +88,12 @@ static void ratio(struct ef_buf *b, uint64_t n, uint64_t d)
 	ef_fmt(b, "%" PRIu64 ".%s%" PRIu64, x100 / 100, x100 % 100 < 10 ? "0" : "", x100 % 100);
 }
 
-void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
+void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config *c, long pid,
 			  const char *where, struct ef_buf *out)
 {
-	unsigned f = atomic_load_explicit(&row->flags, memory_order_relaxed);
-	uint64_t up = atomic_load_explicit(&row->upgraded, memory_order_relaxed);
-	uint64_t runs = atomic_load_explicit(&row->runs, memory_order_relaxed);
-	uint64_t alone = atomic_load_explicit(&row->alone, memory_order_relaxed);
-	uint64_t ms = atomic_load_explicit(&row->wait_ns, memory_order_relaxed) / 1000000;
+	unsigned f = row->flags;
+	uint64_t up = row->c[EF_SC_UPGRADED], runs = row->c[EF_SC_RUNS];
+	uint64_t alone = row->c[EF_SC_ALONE], ms = row->c[EF_SC_WAIT_NS] / 1000000;
 
 	ef_fmt(line(out, pid, "site"), "%s: ", where);
 	if (f & (EF_SF_RECOGNISED | EF_SF_LISTED_GENUINE)) {

@@ -30,7 +30,7 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 
 /* One call site's row as the report shows it ("where" names the object and
  * symbol). */
-void ef_stats_format_site(const struct ef_site_row *row, const struct ef_config *c, long pid,
+void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config *c, long pid,
 			  const char *where, struct ef_buf *out);
 
 #endif

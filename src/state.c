@@ -57,7 +57,8 @@ static void publish(const struct ef_config *c)
 	ef_log_set_level((enum ef_log)c->log);
 }
 
-static int snapshot(struct ef_config *c)
+/* Copies the words into *c; *at: the seq they were published under. */
+static int snapshot(struct ef_config *c, uint64_t *at)
 {
 	int64_t w[NWORDS];
 
@@ -69,6 +70,7 @@ static int snapshot(struct ef_config *c)
 		uint64_t s2 = atomic_load_explicit(&seq, memory_order_relaxed);
 		if (s1 == s2 && !(s1 & 1)) {
 			memcpy(c, w, sizeof(w));
+			*at = s1;
 			return 1;
 		}
 	}
@@ -153,10 +155,25 @@ static int load_once(void)
 
 int ef_state_config(struct ef_config *c)
 {
+	uint64_t at;
+
 	if (__builtin_expect(atomic_load_explicit(&loaded, memory_order_acquire) != READY, 0) &&
 	    !load_once())
 		return 0;
-	return snapshot(c);
+	return snapshot(c, &at);
+}
+
+const struct ef_config *ef_state_config_copy(struct ef_config_copy *copy)
+{
+	if (__builtin_expect(atomic_load_explicit(&loaded, memory_order_acquire) != READY, 0) &&
+	    !load_once())
+		return NULL;
+	/* Published words are never written again under the same seq, and the
+	 * first publication's seq is 2: a copy with seq 0 was never taken. */
+	uint64_t s = atomic_load_explicit(&seq, memory_order_acquire);
+	if (__builtin_expect(s == copy->seq, 1))
+		return &copy->c;
+	return snapshot(&copy->c, &copy->seq) ? &copy->c : NULL;
 }
 
 int ef_state_set(const char *word, struct ef_buf *msg)
@@ -183,7 +200,8 @@ int ef_state_set(const char *word, struct ef_buf *msg)
 	while (atomic_flag_test_and_set_explicit(&writer, memory_order_acquire))
 		sched_yield();
 	/* Under the lock no writer is mid-update, so the snapshot succeeds. */
-	int r = snapshot(&c) ? ef_config_set(&c, v, eq + 1, msg) : -1;
+	uint64_t at;
+	int r = snapshot(&c, &at) ? ef_config_set(&c, v, eq + 1, msg) : -1;
 	if (r == 0)
 		publish(&c);
 	atomic_flag_clear_explicit(&writer, memory_order_release);

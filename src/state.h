@@ -73,6 +73,18 @@ static inline int ef_fast_disabled(void)
  * mid-update): the caller then passes the call through untouched. */
 int ef_state_config(struct ef_config *c);
 
+/* A thread's own copy of the configuration, for the wait path: taken again
+ * only when a writer has published since, so a call costs one load of the
+ * seqlock's counter instead of a copy of every word. */
+struct ef_config_copy {
+	uint64_t seq; /* the seq the copy was published under; 0: none yet */
+	struct ef_config c;
+};
+
+/* The configuration in force, through the thread's copy; NULL when
+ * ef_state_config would return 0. */
+const struct ef_config *ef_state_config_copy(struct ef_config_copy *copy);
+
 /* Applies "key=value" (or "EPOLLFIX_KEY=value") for the runtime API. Returns 0,
  * or -1 with the reason in msg and the configuration unchanged. */
 int ef_state_set(const char *word, struct ef_buf *msg);

@@ -50,12 +50,6 @@ void ef_stats_learned(struct ef_slot *s, int learned)
 
 void ef_stats_after_fork(void)
 {
-	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		atomic_store_explicit(&ef_site_rows[i].upgraded, 0, memory_order_relaxed);
-		atomic_store_explicit(&ef_site_rows[i].runs, 0, memory_order_relaxed);
-		atomic_store_explicit(&ef_site_rows[i].alone, 0, memory_order_relaxed);
-		atomic_store_explicit(&ef_site_rows[i].wait_ns, 0, memory_order_relaxed);
-	}
 	for (unsigned i = 0; i < EF_SLOTS; i++)
 		for (unsigned k = 0; k < EF_K_COUNT; k++)
 			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
@@ -80,8 +74,8 @@ static struct ef_site_row *site_row(const void *ra)
 	return NULL; /* more sites than rows: the report lists the first ones */
 }
 
-void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
-		   unsigned caller_flags)
+void ef_stats_site(struct ef_slot *s, const void *ra, const struct ef_site *site,
+		   struct ef_decision done, unsigned caller_flags)
 {
 	struct ef_site_row *row = site_row(ra);
 	unsigned flags = caller_flags;
@@ -96,19 +90,20 @@ void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decisio
 	}
 	if (flags & ~atomic_load_explicit(&row->flags, memory_order_relaxed))
 		atomic_fetch_or_explicit(&row->flags, flags, memory_order_relaxed);
+	unsigned k = EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT;
 	if (done.action == EF_UPGRADE) {
-		atomic_fetch_add_explicit(&row->upgraded, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&row->wait_ns, (uint64_t)done.wait_ns, memory_order_relaxed);
+		ef_stats_add(s, k + EF_SC_UPGRADED);
+		ef_stats_add_n(s, k + EF_SC_WAIT_NS, (uint64_t)done.wait_ns);
 	} else if (done.action == EF_GENUINE) {
-		atomic_fetch_add_explicit(&row->alone, 1, memory_order_relaxed);
+		ef_stats_add(s, k + EF_SC_ALONE);
 	}
 }
 
-void ef_stats_site_ended(const void *ra)
+void ef_stats_site_ended(struct ef_slot *s, const void *ra)
 {
 	struct ef_site_row *row = site_row(ra);
 	if (row)
-		atomic_fetch_add_explicit(&row->runs, 1, memory_order_relaxed);
+		ef_stats_add(s, EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT + EF_SC_RUNS);
 }
 
 /* ---- At exit ---------------------------------------------------------------- */
@@ -187,8 +182,10 @@ void ef_stats_report(void)
 		if (ef_runtimes_seen() & (1u << i))
 			ef_fmt(&rt, "%s%s", rt.len ? ", " : "", ef_runtime_name((enum ef_runtime)i));
 	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
+	static struct ef_site_view views[EF_SITE_ROWS]; /* at exit, once: not on the stack */
+	ef_site_views(ef_site_rows, ef_stats_slots, EF_SLOTS, views);
 	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		const void *ra = atomic_load_explicit(&ef_site_rows[i].ra, memory_order_acquire);
+		const void *ra = views[i].ra;
 		char where[256];
 		struct ef_buf w = EF_BUF(where);
 		Dl_info info;
@@ -203,7 +200,7 @@ void ef_stats_report(void)
 		} else {
 			ef_fmt(&w, "?");
 		}
-		ef_stats_format_site(&ef_site_rows[i], &c, pid, where, &out);
+		ef_stats_format_site(&views[i], &c, pid, where, &out);
 	}
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */

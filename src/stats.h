@@ -39,6 +39,18 @@ enum ef_outcome {
 	EF_O_COUNT
 };
 
+/* Call sites with a row in the report (below); more are counted in totals only. */
+#define EF_SITE_ROWS 16
+
+/* A call site's counters, kept per thread like the others (EF_K_SITES). */
+enum ef_site_counter {
+	EF_SC_UPGRADED, /* waits upgraded */
+	EF_SC_RUNS,     /* runs ended: deadlines reached */
+	EF_SC_ALONE,    /* 1 ms waits left alone */
+	EF_SC_WAIT_NS,  /* time asked of the upgraded waits */
+	EF_SC_COUNT
+};
+
 enum {
 	EF_K_LONGEST_STREAK = EF_CALL_COUNT * EF_T_COUNT * EF_O_COUNT, /* a maximum */
 	EF_K_LEARNED_GENUINE, /* verdicts of the learner (policy.h) */
@@ -49,7 +61,10 @@ enum {
 	 * never written, it is these less the other outcomes. */
 	EF_K_EMPTY,
 	EF_K_STREAK_MARK = EF_K_EMPTY + EF_CALL_COUNT, /* the empty polls when the streak began */
-	EF_K_COUNT
+	/* EF_K_SITES + row * EF_SC_COUNT + counter: the call sites' counters, per
+	 * thread, so that upgraded waits on many threads never write one line. */
+	EF_K_SITES,
+	EF_K_COUNT = EF_K_SITES + EF_SITE_ROWS * EF_SC_COUNT
 };
 
 struct ef_slot {
@@ -111,6 +126,16 @@ static inline void ef_stats_add(struct ef_slot *s, unsigned k)
 		ef_slot_bump(s, k);
 }
 
+/* Adds n: for a counter that is not a count. */
+static inline void ef_stats_add_n(struct ef_slot *s, unsigned k, uint64_t n)
+{
+	if (__builtin_expect(ef_stats_shared(s), 0))
+		atomic_fetch_add_explicit(&s->c[k], n, memory_order_relaxed);
+	else
+		atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
 static inline uint64_t ef_slot_empty_polls(const struct ef_slot *s)
 {
 	return atomic_load_explicit(&s->c[EF_K_EMPTY + EF_CALL_WAIT], memory_order_relaxed) +
@@ -161,9 +186,8 @@ void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT])
 
 /* ---- Call sites (slow path only) ----------------------------------------------
  * What the policy did where: one row per return address that made a rounded-up
- * request, shared by all threads (atomic adds: these calls sleep anyway). */
-#define EF_SITE_ROWS 16
-
+ * request, shared by all threads, holding what it is (its flags, which change
+ * rarely); what was done there is counted in each thread's slot (EF_K_SITES). */
 enum {
 	EF_SF_ENDS = 1,        /* runs of requests ended: deadlines were predicted */
 	EF_SF_ENDLESS = 2,     /* a stream of 1 ms requests that never ends */
@@ -177,21 +201,29 @@ enum {
 struct ef_site_row {
 	_Atomic(const void *) ra;
 	_Atomic unsigned flags;
-	_Atomic uint64_t upgraded; /* waits upgraded */
-	_Atomic uint64_t runs;     /* runs ended: deadlines reached */
-	_Atomic uint64_t alone;    /* 1 ms waits left alone */
-	_Atomic uint64_t wait_ns;  /* time asked of the upgraded waits */
 };
 extern struct ef_site_row ef_site_rows[EF_SITE_ROWS];
 
-/* After a rounded-up request from ra: what was done, what the policy knows
- * of the site now (NULL: nothing), and how its caller was classed
- * (EF_SF_RECOGNISED, EF_SF_LISTED_*, or 0). */
-void ef_stats_site(const void *ra, const struct ef_site *site, struct ef_decision done,
-		   unsigned caller_flags);
+/* A row as the report shows it: its counters summed over the slots. */
+struct ef_site_view {
+	const void *ra; /* NULL: no more rows */
+	unsigned flags;
+	uint64_t c[EF_SC_COUNT];
+};
+
+/* The rows with their counters, from any array of rows and slots: this
+ * process's, or copies read out of another process. Pure. */
+void ef_site_views(const struct ef_site_row *rows, const struct ef_slot *slots, size_t nslots,
+		   struct ef_site_view out[EF_SITE_ROWS]);
+
+/* After a rounded-up request from ra, counted in slot s: what was done, what
+ * the policy knows of the site now (NULL: nothing), and how its caller was
+ * classed (EF_SF_RECOGNISED, EF_SF_LISTED_*, or 0). */
+void ef_stats_site(struct ef_slot *s, const void *ra, const struct ef_site *site,
+		   struct ef_decision done, unsigned caller_flags);
 
 /* A run of requests from ra ended (ef_decision.ended). */
-void ef_stats_site_ended(const void *ra);
+void ef_stats_site_ended(struct ef_slot *s, const void *ra);
 
 /* The report's figures, summed over all slots. */
 struct ef_totals {

@@ -59,7 +59,8 @@ struct look {
 	struct ef_config c;
 	int selected, pw2_state, pw2_why;
 	unsigned runtimes;
-	struct ef_site_row sites[EF_SITE_ROWS];
+	struct ef_site_row rows[EF_SITE_ROWS]; /* as read */
+	struct ef_site_view sites[EF_SITE_ROWS]; /* with their counters from the slots */
 };
 
 static struct ef_slot counters[2][EF_SLOTS]; /* two reads, compared (read_counters) */
@@ -426,9 +427,10 @@ static int look_at(long pid, struct look *l)
 			       IOV(b->runtimes, 4) };
 	if (!vm_read(pid, lv, rv, 4))
 		return 0;
-	struct iovec ls = IOV(l->sites, sizeof(l->sites)), rs = IOV(b->site_rows, sizeof(l->sites));
+	struct iovec ls = IOV(l->rows, sizeof(l->rows)), rs = IOV(b->site_rows, sizeof(l->rows));
 	if (!vm_read(pid, &ls, &rs, 1))
 		return 0;
+	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(ST_GONE, "process %ld exited while being read", pid);
@@ -624,9 +626,9 @@ static void json_look(FILE *out, const struct look *l, const struct rates *r)
 	}
 	fputs("],\"sites\":[", out);
 	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		const struct ef_site_row *row = &l->sites[i];
-		uint64_t ra = (uint64_t)(uintptr_t)atomic_load_explicit(&row->ra, memory_order_relaxed);
-		unsigned f = atomic_load_explicit(&row->flags, memory_order_relaxed);
+		const struct ef_site_view *row = &l->sites[i];
+		uint64_t ra = (uint64_t)(uintptr_t)row->ra;
+		unsigned f = row->flags;
 		char where[512];
 		struct ef_buf w = EF_BUF(where);
 		if (!ra)
@@ -637,9 +639,8 @@ static void json_look(FILE *out, const struct look *l, const struct rates *r)
 		fprintf(out,
 			",\"upgraded\":%llu,\"deadlines\":%llu,\"left_alone\":%llu,\"recognised\":%s,"
 			"\"runs_end\":%s,\"endless\":%s,\"sub_ms_seen\":%s,\"backed_off\":%s}",
-			(unsigned long long)atomic_load_explicit(&row->upgraded, memory_order_relaxed),
-			(unsigned long long)atomic_load_explicit(&row->runs, memory_order_relaxed),
-			(unsigned long long)atomic_load_explicit(&row->alone, memory_order_relaxed),
+			(unsigned long long)row->c[EF_SC_UPGRADED], (unsigned long long)row->c[EF_SC_RUNS],
+			(unsigned long long)row->c[EF_SC_ALONE],
 			f & EF_SF_RECOGNISED ? "true" : "false", f & EF_SF_ENDS ? "true" : "false",
 			f & EF_SF_ENDLESS ? "true" : "false", f & EF_SF_PROVEN ? "true" : "false",
 			f & EF_SF_BACKED_OFF ? "true" : "false");
@@ -695,7 +696,7 @@ static void full_report(FILE *out, const struct look *l, const struct rates *r)
 	ef_runtimes_text(l->runtimes, &rb);
 	ef_stats_format(&l->t, &l->c, l->pid, l->comm, pw, rts, &b);
 	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		uint64_t ra = (uint64_t)(uintptr_t)atomic_load_explicit(&l->sites[i].ra, memory_order_relaxed);
+		uint64_t ra = (uint64_t)(uintptr_t)l->sites[i].ra;
 		char where[512];
 		struct ef_buf w = EF_BUF(where);
 		if (!ra)

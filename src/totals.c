@@ -58,3 +58,20 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 		t->retries += c[EF_K_RETRIES];
 	}
 }
+
+void ef_site_views(const struct ef_site_row *rows, const struct ef_slot *slots, size_t nslots,
+		   struct ef_site_view out[EF_SITE_ROWS])
+{
+	memset(out, 0, sizeof(struct ef_site_view) * EF_SITE_ROWS);
+	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
+		out[i].ra = atomic_load_explicit(&rows[i].ra, memory_order_acquire);
+		if (!out[i].ra)
+			break;
+		out[i].flags = atomic_load_explicit(&rows[i].flags, memory_order_relaxed);
+		for (size_t n = 0; n < nslots; n++)
+			for (unsigned k = 0; k < EF_SC_COUNT; k++)
+				out[i].c[k] += atomic_load_explicit(
+					&slots[n].c[EF_K_SITES + i * EF_SC_COUNT + k],
+					memory_order_relaxed);
+	}
+}

@@ -51,6 +51,44 @@ Test(totals, sums_every_slot_by_call_class_and_outcome)
 	cr_assert_eq(t.longest_streak, 9);
 }
 
+/* A call site's counters live in each thread's slot; a row's view sums them. */
+Test(totals, site_rows_sum_their_counters_over_the_slots)
+{
+	struct ef_site_row rows[EF_SITE_ROWS];
+	struct ef_site_view v[EF_SITE_ROWS];
+	static const int site_a, site_b;
+	unsigned a = EF_K_SITES, b = EF_K_SITES + EF_SC_COUNT;
+
+	memset(slots, 0, sizeof(slots));
+	memset(rows, 0, sizeof(rows));
+	atomic_store(&rows[0].ra, (const void *)&site_a);
+	atomic_store(&rows[0].flags, EF_SF_ENDS);
+	atomic_store(&rows[1].ra, (const void *)&site_b);
+	atomic_store(&slots[0].c[a + EF_SC_UPGRADED], 10);
+	atomic_store(&slots[2].c[a + EF_SC_UPGRADED], 5);
+	atomic_store(&slots[1].c[a + EF_SC_RUNS], 3);
+	atomic_store(&slots[0].c[a + EF_SC_WAIT_NS], 2000000);
+	atomic_store(&slots[1].c[b + EF_SC_ALONE], 7);
+	/* A row no site has claimed: its counters are not read. */
+	atomic_store(&slots[0].c[b + EF_SC_COUNT + EF_SC_UPGRADED], 99);
+
+	ef_site_views(rows, slots, 3, v);
+	cr_assert_eq(v[0].ra, &site_a);
+	cr_assert_eq(v[0].flags, EF_SF_ENDS);
+	cr_assert_eq(v[0].c[EF_SC_UPGRADED], 15);
+	cr_assert_eq(v[0].c[EF_SC_RUNS], 3);
+	cr_assert_eq(v[0].c[EF_SC_WAIT_NS], 2000000);
+	cr_assert_eq(v[0].c[EF_SC_ALONE], 0);
+	cr_assert_eq(v[1].c[EF_SC_ALONE], 7);
+	cr_assert_eq(v[1].c[EF_SC_UPGRADED], 0);
+	cr_assert_null(v[2].ra);
+	cr_assert_eq(v[2].c[EF_SC_UPGRADED], 0);
+	/* The per-site counters are not calls: the totals do not count them. */
+	struct ef_totals t;
+	ef_stats_sum_slots(slots, 3, &t);
+	cr_assert_eq(t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT], 0);
+}
+
 Test(totals, pwait2_line_says_why)
 {
 	char text[128];
