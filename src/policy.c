@@ -22,6 +22,20 @@
 /* Every so many runs, the first wait ends a little earlier than predicted, so
  * a deadline that moved earlier is found (the others only move it later). */
 #define PROBE_EVERY 8
+/* A predicted run that needs more than FOLLOW_MAX wake-ups after its first (one
+ * more after a probe) went on long after the predicted deadline. Now and then
+ * that is a deadline that moved later, or two of gevent's runs run into each
+ * other; when most predicted runs do, the site's runs are no deadlines at all
+ * but a stream of wake-ups the program uses, quickly (a C loop of 50 us
+ * timers), cut at random points when a busy machine preempts the thread
+ * between two waits, a gap that looks like use. Each such run would predict
+ * the next as long as itself: first waits of a whole millisecond for 50 us
+ * timers. So while most predicted runs go on (an average over about 8), the
+ * site's runs are chased in SUBMS steps, and one in TRIAL_EVERY is predicted
+ * to see whether that still holds. */
+#define FOLLOW_MAX 2
+#define WENT_ON_MOST 128
+#define TRIAL_EVERY 16
 /* EPOLLFIX_ADAPT=safe: runs ended without a deadline seen between two
  * wake-ups before the site is left alone. */
 #define UNPROVEN_LIMIT 8
@@ -172,6 +186,10 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 		s->ring_i = (uint8_t)((s->ring_i + 1) % EF_RING);
 		s->ring_n = s->ring_n < EF_RING ? s->ring_n + 1 : EF_RING;
 	}
+	if (r->predicted) {
+		int went_on = r->wakes > FOLLOW_MAX + 1 + r->probing ? 255 : 0;
+		s->went_on = (uint8_t)(s->went_on + (went_on - s->went_on) / 8);
+	}
 	if (r->probing && r->wakes == 1) {
 		/* Early, and still late enough: try earlier again next run. */
 		s->probe_step = min64(2 * s->probe_step, (int64_t)r->first_ms * NS_PER_MS);
@@ -203,7 +221,7 @@ static int64_t run_wait(const struct ef_config *c, struct ef_thread *t, const st
 {
 	int64_t w = c->subms_ns;
 
-	if (s->ring_n) {
+	if (t->run.predicted) {
 		/* Aim to return at the predicted deadline: ask that much less the
 		 * usual lateness of a wake-up. */
 		int64_t aim = site_deadline(s) - t->overshoot_ns;
@@ -243,9 +261,15 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 		return d;
 	}
 	if (!r->open) {
+		int predict = s->ring_n != 0;
+		if (predict && s->went_on >= WENT_ON_MOST) {
+			predict = s->trial_in == 0;
+			s->trial_in = predict ? TRIAL_EVERY - 1 : s->trial_in - 1;
+		}
 		*r = (struct ef_run){ .open = 1,
 				      .site = (uint8_t)(s - t->sites),
 				      .probing = !s->ring_n || s->probe_in == 0,
+				      .predicted = (uint8_t)predict,
 				      .first_ms = T,
 				      .start_ns = call->now_ns };
 		if (s->probe_step == 0)

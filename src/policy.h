@@ -84,6 +84,9 @@ struct ef_site {
 	uint8_t ring_n, ring_i;  /* deadlines kept, and where the next goes */
 	uint8_t probe_in;        /* runs until the next early first wait */
 	uint8_t unproven_runs;   /* runs ended without a proof (for EPOLLFIX_ADAPT=safe) */
+	uint8_t went_on;         /* of predicted runs, how many went on long after the
+				    prediction: an average, 255 for all */
+	uint8_t trial_in;        /* while that is most: runs until one is predicted again */
 	int64_t ring[EF_RING];   /* offsets from run start by which a deadline had passed */
 	int64_t probe_step;      /* how much earlier than predicted the next probe wakes */
 	int64_t quick_gap_ns;    /* how soon the program asks again after a wake-up it did
@@ -96,6 +99,7 @@ struct ef_run {
 	uint8_t open;       /* the last call was an upgraded wait of this run that came back empty */
 	uint8_t site;       /* index into ef_thread.sites */
 	uint8_t probing;    /* this run's first wait was a probe (earlier than predicted) */
+	uint8_t predicted;  /* this run's first wait went to the predicted deadline */
 	uint16_t wakes;     /* empty waits so far */
 	int32_t first_ms;   /* the run's first request */
 	int64_t start_ns;   /* when its first request began */
