@@ -14,6 +14,14 @@
  * re-ask at all (its gaps all look alike: a stream that never ends). */
 #define USED_FACTOR 3
 #define USED_SLOP (2 * NS_PER_US)
+/* The quickest re-ask drifts up 1/QUICK_DRIFT of the way to a slower gap, so
+ * one lucky fast turn does not set it for good; 1/USED_DRIFT of the way to one
+ * judged used. Where first waits are predicted well every gap is a used one:
+ * gevent's, followed by its Python callback. At 1/64 they pulled the threshold
+ * above the callbacks within a few dozen runs, and two runs then ran into one
+ * (18 SUBMS steps) until a probe's quick re-ask brought it down again. */
+#define QUICK_DRIFT 64
+#define USED_DRIFT 1024
 /* A run still going this long after its first request's timeout, having
  * asked for more than that timeout in waits, is no deadline being chased: it is
  * a stream of 1 ms requests that never ends. Counting what was asked, not only
@@ -159,11 +167,13 @@ static int64_t site_deadline(const struct ef_site *s)
 static int gap_used(struct ef_site *s, int64_t gap_ns)
 {
 	gap_ns = max64(gap_ns, 0);
+	int used = s->quick_gap_ns && gap_ns > USED_FACTOR * s->quick_gap_ns + USED_SLOP;
 	if (!s->quick_gap_ns || gap_ns < s->quick_gap_ns)
 		s->quick_gap_ns = max64(gap_ns, 1);
-	else /* drifts up, so one lucky fast turn does not set it for good */
-		s->quick_gap_ns += (min64(gap_ns, 64 * NS_PER_US) - s->quick_gap_ns) / 64;
-	return gap_ns > USED_FACTOR * s->quick_gap_ns + USED_SLOP;
+	else
+		s->quick_gap_ns += (min64(gap_ns, 64 * NS_PER_US) - s->quick_gap_ns) /
+				   (used ? USED_DRIFT : QUICK_DRIFT);
+	return used;
 }
 
 /* The open run ended without finding events: its deadline had passed by the

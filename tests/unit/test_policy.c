@@ -321,6 +321,16 @@ Test(runs, gevent_used_wake_ups_end_runs)
 	cr_assert_leq(median_late(&p, 20), 50 * US);
 }
 
+Test(runs, gevent_runs_stay_apart_when_every_first_wait_is_right)
+{
+	/* Predicted well, every run ends at its first wake-up, so every gap the
+	 * site shows is a used one (a short 10 us callback here): they must not
+	 * pull the quickest re-ask up until callbacks go unseen and runs merge. */
+	struct loop p = { .now = 1000 * MS, .turn = 2 * US, .callback = 10 * US, .site = site_a };
+	double w = wakes_per_timer(&p, 990 * US, 50, 2000);
+	cr_assert_leq(w, 1.3, "%.2f wake-ups per timer", w);
+}
+
 Test(runs, a_genuine_1ms_sleep_is_not_made_later)
 {
 	/* asyncio.sleep(0.001): the request starts a little after the deadline was set. */
