@@ -381,8 +381,9 @@ static inline __attribute__((always_inline)) int pass_nonzero(enum ef_call call,
 
 /* A call the policy leaves alone costs a comparison with its kind's fast
  * word, a load of the thread's fast slot and one counter, before the real
- * call; for a non-zero timeout that is a tail call. Counting touches no errno. Every other call
- * from here is a tail call, so only the zero-timeout path needs a frame. */
+ * call; for a non-zero timeout that is a tail call. Counting touches no
+ * errno. Every other call from here is a tail call, so only the zero-timeout
+ * path needs a frame. */
 static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int epfd,
 							 struct epoll_event *ev, int maxevents,
 							 int timeout, const sigset_t *mask)

@@ -385,8 +385,14 @@ go_build() {
 	assert_success
 	live=$output
 	wait "$started"
-	# Every line the exit report has, status had, with only the numbers apart.
-	keys() { sed -n 's/^epollfix\[[0-9]*\] \([^:]*: [^0-9]*\).*/\1/p' | sort; }
+	# Every line the exit report has, status had, with only the numbers apart;
+	# a call site's line by its place alone: what the site is shown to be may
+	# change in the 1.5 s between the two (a stream that never ended until a
+	# busy machine cut it is then shown as runs that end).
+	keys() {
+		sed -n -e 's/^epollfix\[[0-9]*\] \(site: [^:]*:\).*/\1/p' \
+			-e 's/^epollfix\[[0-9]*\] \([^:]*: [^0-9]*\).*/\1/p' | sort
+	}
 	assert_equal "$(keys <"$BATS_TEST_TMPDIR/report")" "$(grep -v -e '] library: ' -e '] rates: ' <<<"$live" | keys)"
 	assert_equal "$(grep -c '] site: ' "$BATS_TEST_TMPDIR/report")" "$(grep -c '] site: ' <<<"$live")"
 	grep -q "] site: ef-server: " "$BATS_TEST_TMPDIR/report" || fail "$(cat "$BATS_TEST_TMPDIR/report")"
