@@ -447,13 +447,9 @@ static long watched_prctl(int option, unsigned long a2, unsigned long a3)
 
 EXPORT int prctl(int option, ...)
 {
-	va_list ap;
 	unsigned long a[4];
 
-	va_start(ap, option);
-	for (int i = 0; i < 4; i++)
-		a[i] = va_arg(ap, unsigned long);
-	va_end(ap);
+	EF_PRCTL_ARGS(option, a);
 	if (option == PR_SET_TIMERSLACK || option == PR_GET_TIMERSLACK || option == PR_SET_SECCOMP) {
 		long r = watched_prctl(option, a[0], a[1]);
 		if (r != NOT_WATCHED)

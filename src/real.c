@@ -68,13 +68,9 @@ static int raw_epoll_pwait2(int epfd, struct epoll_event *ev, int maxevents,
 
 static int raw_prctl(int option, ...)
 {
-	va_list ap;
 	unsigned long a[4];
 
-	va_start(ap, option);
-	for (int i = 0; i < 4; i++)
-		a[i] = va_arg(ap, unsigned long);
-	va_end(ap);
+	EF_PRCTL_ARGS(option, a);
 	return (int)ef_real_syscall()(SYS_prctl, option, a[0], a[1], a[2], a[3]);
 }
 

@@ -4,6 +4,8 @@
 #ifndef EPOLLFIX_REAL_H
 #define EPOLLFIX_REAL_H
 
+#include <stdarg.h>
+
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -17,6 +19,17 @@ typedef int (*ef_epoll_pwait2_fn)(int, struct epoll_event *, int, const struct t
 /* Both are variadic in libc; every caller passes (and the interposers forward)
  * the fixed number of arguments the kernel takes. */
 typedef int (*ef_prctl_fn)(int, ...);
+
+/* prctl's four arguments after the option, as its callers pass them: every
+ * option is read as four unsigned longs, which the kernel ignores where unused. */
+#define EF_PRCTL_ARGS(option, a)                                        \
+	do {                                                           \
+		va_list ap_;                                           \
+		va_start(ap_, option);                                 \
+		for (int i_ = 0; i_ < 4; i_++)                         \
+			(a)[i_] = va_arg(ap_, unsigned long);          \
+		va_end(ap_);                                           \
+	} while (0)
 typedef long (*ef_syscall_fn)(long, ...);
 
 /* Every function the library looks up: X(name, type). A name libc lacks (musl has
