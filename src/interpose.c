@@ -37,6 +37,7 @@ static __thread struct {
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
 	struct ef_thread policy;
+	struct ef_row_memo row; /* the report's row of the call site counted last */
 	/* The configuration as this thread last copied it. A signal handler's
 	 * call may take a new copy under a call of the thread's own: that call
 	 * then reads both, each a whole configuration that was in force. */
@@ -55,10 +56,13 @@ static inline struct ef_slot *my_slot(void)
 static void fast_again(void)
 {
 	struct ef_slot *s = tls.slot;
-	if (!tls.fast)
+	struct ef_slot *fast =
+		s && !ef_stats_shared(s) && !tls.lowered && !ef_watching(&tls.policy) ? s : NULL;
+	/* Only when the fast path opens again, not at every wait of a run. */
+	if (fast && !tls.fast)
 		ef_real_init();
-	tls.fast = s && !ef_stats_shared(s) && !tls.lowered && !ef_watching(&tls.policy) ? s : NULL;
-	tls.zfast = ef_fast_zero_held() ? NULL : tls.fast;
+	tls.fast = fast;
+	tls.zfast = ef_fast_zero_held() ? NULL : fast;
 }
 
 /* ---- Timer slack ------------------------------------------------------------
@@ -261,9 +265,9 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 	int64_t end = ef_wants_end_clock(c, &in, d) ? mono_ns() : 0;
 	learned(ef_after(c, t, &in, d, r, end));
 	if (d.ended)
-		ef_stats_site_ended(my_slot(), d.ended);
+		ef_stats_site_ended(my_slot(), &tls.row, d.ended);
 	if (ef_rounded_up(c, timeout))
-		ef_stats_site(my_slot(), ra, ef_site_of(t, ra), d, caller_flags(rt));
+		ef_stats_site(my_slot(), &tls.row, ra, ef_site_of(t, ra), d, caller_flags(rt));
 	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, outcome_of(meant, d.action), r);
 	fast_again();
 	if (ef_log_on(EF_LOG_DEBUG))

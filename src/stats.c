@@ -74,10 +74,26 @@ static struct ef_site_row *site_row(const void *ra)
 	return NULL; /* more sites than rows: the report lists the first ones */
 }
 
-void ef_stats_site(struct ef_slot *s, const void *ra, const struct ef_site *site,
-		   struct ef_decision done, unsigned caller_flags)
+/* ra's row, through the thread's memo. */
+static struct ef_site_row *memo_row(struct ef_row_memo *m, const void *ra)
 {
-	struct ef_site_row *row = site_row(ra);
+	if (__builtin_expect(m->ra != ra, 0)) {
+		m->row = site_row(ra);
+		m->ra = ra;
+		m->flags = m->row ? atomic_load_explicit(&m->row->flags, memory_order_relaxed) : 0;
+	}
+	return m->row;
+}
+
+static unsigned row_key(const struct ef_site_row *row, enum ef_site_counter counter)
+{
+	return EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT + counter;
+}
+
+void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
+		   const struct ef_site *site, struct ef_decision done, unsigned caller_flags)
+{
+	struct ef_site_row *row = memo_row(m, ra);
 	unsigned flags = caller_flags;
 
 	if (!row)
@@ -88,22 +104,23 @@ void ef_stats_site(struct ef_slot *s, const void *ra, const struct ef_site *site
 		flags |= site->proven ? EF_SF_PROVEN : 0;
 		flags |= site->backoff_left ? EF_SF_BACKED_OFF : 0;
 	}
-	if (flags & ~atomic_load_explicit(&row->flags, memory_order_relaxed))
+	if (flags & ~m->flags) {
 		atomic_fetch_or_explicit(&row->flags, flags, memory_order_relaxed);
-	unsigned k = EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT;
+		m->flags |= flags;
+	}
 	if (done.action == EF_UPGRADE) {
-		ef_stats_add(s, k + EF_SC_UPGRADED);
-		ef_stats_add_n(s, k + EF_SC_WAIT_NS, (uint64_t)done.wait_ns);
+		ef_stats_add(s, row_key(row, EF_SC_UPGRADED));
+		ef_stats_add_n(s, row_key(row, EF_SC_WAIT_NS), (uint64_t)done.wait_ns);
 	} else if (done.action == EF_GENUINE) {
-		ef_stats_add(s, k + EF_SC_ALONE);
+		ef_stats_add(s, row_key(row, EF_SC_ALONE));
 	}
 }
 
-void ef_stats_site_ended(struct ef_slot *s, const void *ra)
+void ef_stats_site_ended(struct ef_slot *s, struct ef_row_memo *m, const void *ra)
 {
-	struct ef_site_row *row = site_row(ra);
+	struct ef_site_row *row = memo_row(m, ra);
 	if (row)
-		ef_stats_add(s, EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT + EF_SC_RUNS);
+		ef_stats_add(s, row_key(row, EF_SC_RUNS));
 }
 
 /* ---- At exit ---------------------------------------------------------------- */
