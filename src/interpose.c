@@ -20,6 +20,7 @@
 #include "recognize.h"
 #include "state.h"
 #include "stats.h"
+#include "wait_path.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define NS_PER_S 1000000000LL
@@ -173,7 +174,8 @@ static int wait_fine(int epfd, struct epoll_event *ev, int maxevents, int64_t ns
 	return REFUSED;
 }
 
-static void debug_line(enum ef_call call, int epfd, int timeout, struct ef_decision d, int r)
+static __attribute__((noinline, cold)) void debug_line(enum ef_call call, int epfd, int timeout,
+						       struct ef_decision d, int r)
 {
 	static const char *const what[] = { "passed through", "passed through (1ms meant)",
 					    "upgraded to ", "clamped to ",
@@ -222,7 +224,7 @@ static unsigned caller_flags(enum ef_runtime rt)
 
 /* The policy's protocol (policy.h): before, the wait it chose (or the real
  * call when epoll_pwait2 is unusable), after. */
-static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
+static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 						  struct epoll_event *ev, int maxevents,
 						  int timeout, const sigset_t *mask, const void *ra)
 {
@@ -278,13 +280,13 @@ static __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
 
 /* The slow path's entries, one per function: with at most six arguments the
  * fast path reaches them with a jump and needs no frame of its own. */
-static __attribute__((noinline, cold)) int slow_wait(int epfd, struct epoll_event *ev,
+static EF_WAIT_PATH __attribute__((noinline)) int slow_wait(int epfd, struct epoll_event *ev,
 						     int maxevents, int timeout, const void *ra)
 {
 	return ef_wait_slow(EF_CALL_WAIT, epfd, ev, maxevents, timeout, NULL, ra);
 }
 
-static __attribute__((noinline, cold)) int slow_pwait(int epfd, struct epoll_event *ev,
+static EF_WAIT_PATH __attribute__((noinline)) int slow_pwait(int epfd, struct epoll_event *ev,
 						      int maxevents, int timeout,
 						      const sigset_t *mask, const void *ra)
 {
@@ -344,7 +346,8 @@ static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 
 /* A zero-timeout poll, already counted as empty. One branch after it asks
  * both whether it was and whether zero-timeout calls are held. */
-static EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents, int timeout)
+static EF_WAIT_PATH EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
+					    int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
 	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
@@ -353,8 +356,8 @@ static EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents, i
 	return r;
 }
 
-static EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents, int timeout,
-			       const sigset_t *mask)
+static EF_WAIT_PATH EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
+					     int timeout, const sigset_t *mask)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
@@ -417,13 +420,13 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 				    : zero_pwait(epfd, ev, maxevents, timeout, mask);
 }
 
-EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
+EF_WAIT_PATH EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 {
 	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout, NULL);
 }
 
-EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout,
-		       const sigset_t *sigmask)
+EF_WAIT_PATH EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents,
+				     int timeout, const sigset_t *sigmask)
 {
 	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask);
 }

@@ -1,4 +1,5 @@
 #include "policy.h"
+#include "wait_path.h"
 
 #include <stddef.h>
 
@@ -123,7 +124,7 @@ static struct ef_site *site_find(struct ef_thread *t, const void *ra)
 	return NULL;
 }
 
-const struct ef_site *ef_site_of(const struct ef_thread *t, const void *ra)
+EF_WAIT_PATH const struct ef_site *ef_site_of(const struct ef_thread *t, const void *ra)
 {
 	return site_find((struct ef_thread *)t, ra);
 }
@@ -306,7 +307,7 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 	return upgrade(run_wait(c, t, s, elapsed, T), T);
 }
 
-struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
+EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 			     const struct ef_request *call)
 {
 	int T = call->timeout_ms;
@@ -390,8 +391,9 @@ static enum ef_learned left_alone(struct ef_thread *t, const void *ra)
 	return EF_LEARNED_NOTHING;
 }
 
-enum ef_learned ef_after(const struct ef_config *c, struct ef_thread *t, const struct ef_request *call,
-			 struct ef_decision done, int result, int64_t end_ns)
+EF_WAIT_PATH enum ef_learned ef_after(const struct ef_config *c, struct ef_thread *t,
+				      const struct ef_request *call, struct ef_decision done,
+				      int result, int64_t end_ns)
 {
 	struct ef_run *r = &t->run;
 	int T = call->timeout_ms;

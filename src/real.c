@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "wait_path.h"
 
 #ifndef SYS_epoll_pwait2
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
@@ -200,7 +201,7 @@ static int probe_in_child(void)
 
 /* A filter installed later is learned of where it is installed
  * (ef_seccomp_set), so a use asks the kernel nothing. */
-int ef_pwait2_usable(void)
+EF_WAIT_PATH int ef_pwait2_usable(void)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
 	if (s == EF_PW2_OK)

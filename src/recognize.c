@@ -13,6 +13,7 @@
 #include "callers.h"
 #include "elfsym.h"
 #include "fmt.h"
+#include "wait_path.h"
 
 /* A symbol only that runtime defines: the caller belongs to the runtime when
  * its own object defines the symbol (libuv.so, node's executable with libuv
@@ -224,7 +225,7 @@ static void map_put(struct entry *map, unsigned n, const void *key, int value)
 	}
 }
 
-static enum ef_runtime classify(const void *ra, int cache)
+static __attribute__((noinline, cold)) enum ef_runtime classify(const void *ra, int cache)
 {
 	struct object obj = { .addr = (uintptr_t)ra };
 	struct ef_elf elf;
@@ -261,7 +262,7 @@ static enum ef_runtime classify(const void *ra, int cache)
 
 static _Atomic unsigned seen;
 
-enum ef_runtime ef_caller_runtime(const void *ra)
+EF_WAIT_PATH enum ef_runtime ef_caller_runtime(const void *ra)
 {
 	int rt;
 

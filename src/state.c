@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "recognize.h"
 #include "sysconf.h"
+#include "wait_path.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
 _Static_assert(sizeof(struct ef_config) % sizeof(int64_t) == 0, "config is int64 words");
@@ -163,7 +164,7 @@ int ef_state_config(struct ef_config *c)
 	return snapshot(c, &at);
 }
 
-const struct ef_config *ef_state_config_copy(struct ef_config_copy *copy)
+EF_WAIT_PATH const struct ef_config *ef_state_config_copy(struct ef_config_copy *copy)
 {
 	if (__builtin_expect(atomic_load_explicit(&loaded, memory_order_acquire) != READY, 0) &&
 	    !load_once())

@@ -16,6 +16,7 @@
 #include "recognize.h"
 #include "report.h"
 #include "state.h"
+#include "wait_path.h"
 
 struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
 static _Atomic unsigned slots_taken;
@@ -90,7 +91,7 @@ static unsigned row_key(const struct ef_site_row *row, enum ef_site_counter coun
 	return EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT + counter;
 }
 
-void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
+EF_WAIT_PATH void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
 		   const struct ef_site *site, struct ef_decision done, unsigned caller_flags)
 {
 	struct ef_site_row *row = memo_row(m, ra);
@@ -116,7 +117,7 @@ void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
 	}
 }
 
-void ef_stats_site_ended(struct ef_slot *s, struct ef_row_memo *m, const void *ra)
+EF_WAIT_PATH void ef_stats_site_ended(struct ef_slot *s, struct ef_row_memo *m, const void *ra)
 {
 	struct ef_site_row *row = memo_row(m, ra);
 	if (row)
