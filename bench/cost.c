@@ -1,6 +1,6 @@
 /* CPU per upgraded wait against a direct epoll_pwait2 of the same length, in
- * one process (run it under LD_PRELOAD=libepollfix.so), blocks alternating
- * ABBA so drift hits both:
+ * one process (run it under LD_PRELOAD=libepollfix.so, or libefb-forward.so
+ * for the floor: forward.c), blocks alternating ABBA so drift hits both:
  *
  *   efb-cost [--sleep-us S] [--slack NS] [--block N] [--blocks B]
  *
