@@ -38,10 +38,7 @@ static __thread struct {
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
 	struct ef_thread policy;
-	struct ef_row_memo row; /* the report's row of the call site counted last */
-	/* The configuration as this thread last copied it. A signal handler's
-	 * call may take a new copy under a call of the thread's own: that call
-	 * then reads both, each a whole configuration that was in force. */
+	struct ef_site_row *row; /* the report's row of the call site counted last */
 	struct ef_config_copy config;
 } tls __attribute__((tls_model("initial-exec")));
 
@@ -225,8 +222,9 @@ static unsigned caller_flags(enum ef_runtime rt)
 /* The policy's protocol (policy.h): before, the wait it chose (or the real
  * call when epoll_pwait2 is unusable), after. */
 static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
-						  struct epoll_event *ev, int maxevents,
-						  int timeout, const sigset_t *mask, const void *ra)
+							       struct epoll_event *ev,
+							       int maxevents, int timeout,
+							       const sigset_t *mask, const void *ra)
 {
 	struct ef_thread *t = &tls.policy;
 	const struct ef_config *c = ef_fast_disabled() ? NULL : ef_state_config_copy(&tls.config);
@@ -281,14 +279,15 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 /* The slow path's entries, one per function: with at most six arguments the
  * fast path reaches them with a jump and needs no frame of its own. */
 static EF_WAIT_PATH __attribute__((noinline)) int slow_wait(int epfd, struct epoll_event *ev,
-						     int maxevents, int timeout, const void *ra)
+							    int maxevents, int timeout,
+							    const void *ra)
 {
 	return ef_wait_slow(EF_CALL_WAIT, epfd, ev, maxevents, timeout, NULL, ra);
 }
 
 static EF_WAIT_PATH __attribute__((noinline)) int slow_pwait(int epfd, struct epoll_event *ev,
-						      int maxevents, int timeout,
-						      const sigset_t *mask, const void *ra)
+							     int maxevents, int timeout,
+							     const sigset_t *mask, const void *ra)
 {
 	return ef_wait_slow(EF_CALL_PWAIT, epfd, ev, maxevents, timeout, mask, ra);
 }

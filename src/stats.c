@@ -75,15 +75,15 @@ static struct ef_site_row *site_row(const void *ra)
 	return NULL; /* more sites than rows: the report lists the first ones */
 }
 
-/* ra's row, through the thread's memo. */
-static struct ef_site_row *memo_row(struct ef_row_memo *m, const void *ra)
+/* ra's row, through the thread's memo. A row's ra never changes once set, so
+ * it tells whether the memo holds: a signal handler's call from another site
+ * between the two reads costs the interrupted call a scan, not a wrong row. */
+static struct ef_site_row *memo_row(struct ef_site_row **memo, const void *ra)
 {
-	if (__builtin_expect(m->ra != ra, 0)) {
-		m->row = site_row(ra);
-		m->ra = ra;
-		m->flags = m->row ? atomic_load_explicit(&m->row->flags, memory_order_relaxed) : 0;
-	}
-	return m->row;
+	struct ef_site_row *row = *memo;
+	if (__builtin_expect(!row || atomic_load_explicit(&row->ra, memory_order_relaxed) != ra, 0))
+		*memo = row = site_row(ra);
+	return row;
 }
 
 static unsigned row_key(const struct ef_site_row *row, enum ef_site_counter counter)
@@ -91,10 +91,11 @@ static unsigned row_key(const struct ef_site_row *row, enum ef_site_counter coun
 	return EF_K_SITES + (unsigned)(row - ef_site_rows) * EF_SC_COUNT + counter;
 }
 
-EF_WAIT_PATH void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
-		   const struct ef_site *site, struct ef_decision done, unsigned caller_flags)
+EF_WAIT_PATH void ef_stats_site(struct ef_slot *s, struct ef_site_row **memo, const void *ra,
+				const struct ef_site *site, struct ef_decision done,
+				unsigned caller_flags)
 {
-	struct ef_site_row *row = memo_row(m, ra);
+	struct ef_site_row *row = memo_row(memo, ra);
 	unsigned flags = caller_flags;
 
 	if (!row)
@@ -105,10 +106,8 @@ EF_WAIT_PATH void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const 
 		flags |= site->proven ? EF_SF_PROVEN : 0;
 		flags |= site->backoff_left ? EF_SF_BACKED_OFF : 0;
 	}
-	if (flags & ~m->flags) {
+	if (flags & ~atomic_load_explicit(&row->flags, memory_order_relaxed))
 		atomic_fetch_or_explicit(&row->flags, flags, memory_order_relaxed);
-		m->flags |= flags;
-	}
 	if (done.action == EF_UPGRADE) {
 		ef_stats_add(s, row_key(row, EF_SC_UPGRADED));
 		ef_stats_add_n(s, row_key(row, EF_SC_WAIT_NS), (uint64_t)done.wait_ns);
@@ -117,9 +116,10 @@ EF_WAIT_PATH void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const 
 	}
 }
 
-EF_WAIT_PATH void ef_stats_site_ended(struct ef_slot *s, struct ef_row_memo *m, const void *ra)
+EF_WAIT_PATH void ef_stats_site_ended(struct ef_slot *s, struct ef_site_row **memo,
+				      const void *ra)
 {
-	struct ef_site_row *row = memo_row(m, ra);
+	struct ef_site_row *row = memo_row(memo, ra);
 	if (row)
 		ef_stats_add(s, row_key(row, EF_SC_RUNS));
 }

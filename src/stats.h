@@ -216,25 +216,16 @@ struct ef_site_view {
 void ef_site_views(const struct ef_site_row *rows, const struct ef_slot *slots, size_t nslots,
 		   struct ef_site_view out[EF_SITE_ROWS]);
 
-/* A thread's memory of the call site it counted last: its row (NULL: none, the
- * rows are full) and the flags the thread has seen there. Rows are never given
- * up, so a run of waits from one site neither scans the rows again nor reads
- * the line other threads' sites share, until it has something new to say.
- * Zero: nothing remembered. */
-struct ef_row_memo {
-	const void *ra;
-	struct ef_site_row *row;
-	unsigned flags;
-};
-
 /* After a rounded-up request from ra, counted in slot s: what was done, what
  * the policy knows of the site now (NULL: nothing), and how its caller was
- * classed (EF_SF_RECOGNISED, EF_SF_LISTED_*, or 0). m: the thread's memo. */
-void ef_stats_site(struct ef_slot *s, struct ef_row_memo *m, const void *ra,
+ * classed (EF_SF_RECOGNISED, EF_SF_LISTED_*, or 0). *memo is the thread's
+ * row of the site it counted last (NULL at first): rows are never given up,
+ * so a run of waits from one site does not scan them again. */
+void ef_stats_site(struct ef_slot *s, struct ef_site_row **memo, const void *ra,
 		   const struct ef_site *site, struct ef_decision done, unsigned caller_flags);
 
 /* A run of requests from ra ended (ef_decision.ended). */
-void ef_stats_site_ended(struct ef_slot *s, struct ef_row_memo *m, const void *ra);
+void ef_stats_site_ended(struct ef_slot *s, struct ef_site_row **memo, const void *ra);
 
 /* The report's figures, summed over all slots. */
 struct ef_totals {
