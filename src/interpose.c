@@ -37,10 +37,15 @@ static __thread struct {
 	struct ef_slot *slot;
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
-	struct ef_thread policy;
 	struct ef_site_row *row; /* the report's row of the call site counted last */
+	/* The configuration as this thread last copied it. A signal handler's
+	 * call may take a new copy under a call of the thread's own: that call
+	 * then reads both, each a whole configuration that was in force. */
 	struct ef_config_copy config;
-} tls __attribute__((tls_model("initial-exec")));
+	/* Last, for its sites come last: a wait of a run reads the lines up to
+	 * the first site, where a thread with one event loop keeps its own. */
+	struct ef_thread policy;
+} tls __attribute__((tls_model("initial-exec"), aligned(64)));
 
 static inline struct ef_slot *my_slot(void)
 {

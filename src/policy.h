@@ -122,18 +122,19 @@ struct ef_learn {
 	uint32_t quiet_len;    /* the next quiet spell: doubled each time it is confirmed */
 };
 
-/* What the policy remembers per thread between calls. */
+/* What the policy remembers per thread between calls. The sites come last: a
+ * wait reads the words before them and one site, in as few lines as can be. */
 struct ef_thread {
 	struct ef_run run;
 	struct ef_learn learn;
 	uint8_t victim;          /* the site slot to reuse next */
 	int64_t overshoot_ns;    /* how much later than asked a fine wait returns (average) */
 	int64_t asked_end_ns;    /* when the wait under way was asked to end */
-	struct ef_site sites[EF_SITES];
 	uint64_t empty_streak;  /* zero-timeout polls in a row that found nothing */
 	/* Kept only while the clamp is on (they need the clock): */
 	uint64_t busy_streak;   /* of the empty streak, polls that came back within clamp_gap */
 	int64_t last_return_ns; /* when the last zero-timeout poll returned */
+	struct ef_site sites[EF_SITES];
 };
 
 static inline int ef_rounded_up(const struct ef_config *c, int timeout_ms)
