@@ -137,6 +137,17 @@ report_value() {
 	assert_equal "$(report_value "empty zero-timeout polls")" "400, longest streak 50"
 }
 
+@test "report: one thread's waits from two call sites, taken in turn, each counted in its own line" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-calls" --zero 0 --one 30 \
+		--one-other 12 --ready 0 --long 0
+	assert_success
+	output=$stderr
+	assert_equal "$(report_value upgraded)" 42
+	counts=$(grep -o 'site: ef-calls: [^;]*; [0-9]* waits upgraded' <<<"$output" |
+		grep -o '[0-9]* waits' | sort -n | tr '\n' ' ')
+	assert_equal "$counts" "12 waits 30 waits "
+}
+
 @test "a forking program: each process reports its own calls, once, to its own file" {
 	dir=$(mktemp -d)
 	run preload EPOLLFIX_STATS="$dir/report.%p" "$EPOLLFIX_PROGS/ef-calls" --fork --threads 2 \

@@ -3,10 +3,11 @@
  * order: --zero N empty zero-timeout polls, --one N waits of 1 ms on an idle fd,
  * --ready N waits of -1 ms on a ready fd, --long N waits of 5 ms on an idle fd;
  * then --zero-found N times a zero-timeout poll that finds an event and ten
- * empty ones.
+ * empty ones. --one-other N makes N more 1 ms waits from a second call site,
+ * each right after one of the --one waits while they last.
  *
  *   ef-calls [--api wait|pwait] [--threads T] [--fork] [--zero N] [--one N]
- *            [--ready N] [--long N] [--zero-found N] */
+ *            [--one-other N] [--ready N] [--long N] [--zero-found N] */
 #define _GNU_SOURCE
 
 #include <pthread.h>
@@ -19,13 +20,22 @@
 #include <unistd.h>
 
 static int use_pwait;
-static long n_zero = 100, n_one = 20, n_ready = 10, n_long = 5, n_found = 0;
+static long n_zero = 100, n_one = 20, n_other = 0, n_ready = 10, n_long = 5, n_found = 0;
 
 static int call(int ep, struct epoll_event *out, int timeout)
 {
 	sigset_t none;
 	sigemptyset(&none);
 	return use_pwait ? epoll_pwait(ep, out, 4, timeout, &none) : epoll_wait(ep, out, 4, timeout);
+}
+
+/* The same call from a return address of its own: not inlined, and not a tail
+ * call (the barrier after it), so the library sees a second call site. */
+static __attribute__((noinline)) int call_other(int ep, struct epoll_event *out, int timeout)
+{
+	int r = call(ep, out, timeout);
+	__asm__ volatile("" ::: "memory");
+	return r;
 }
 
 static void *pattern(void *arg)
@@ -40,9 +50,12 @@ static void *pattern(void *arg)
 	for (long i = 0; i < n_zero; i++)
 		if (call(idle, out, 0) != 0)
 			abort();
-	for (long i = 0; i < n_one; i++)
-		if (call(idle, out, 1) != 0)
+	for (long i = 0; i < n_one || i < n_other; i++) {
+		if (i < n_one && call(idle, out, 1) != 0)
 			abort();
+		if (i < n_other && call_other(idle, out, 1) != 0)
+			abort();
+	}
 	for (long i = 0; i < n_ready; i++)
 		if (call(ready, out, -1) != 1)
 			abort();
@@ -75,6 +88,8 @@ int main(int argc, char **argv)
 			n_zero = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--one") && i + 1 < argc)
 			n_one = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--one-other") && i + 1 < argc)
+			n_other = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--ready") && i + 1 < argc)
 			n_ready = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--long") && i + 1 < argc)
