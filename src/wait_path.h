@@ -7,8 +7,8 @@
  * rare parts it calls (a new caller's classification, the debug line) stay
  * out of line, so the path's lines are dense.
  *
- * GNU ld and gold gather .text.hot.* ahead of the rest of .text; to any other
- * linker this is only a section name. A layout hint: no behaviour depends on it. */
+ * GNU ld and gold gather .text.hot.* ahead of the rest of .text; lld keeps each
+ * object's together. A layout hint: no behaviour depends on it. */
 #ifndef EPOLLFIX_WAIT_PATH_H
 #define EPOLLFIX_WAIT_PATH_H
 
