@@ -87,10 +87,14 @@ struct ef_site {
 	uint8_t went_on;         /* of predicted runs, how many went on long after the
 				    prediction: an average, 255 for all */
 	uint8_t trial_in;        /* while that is most: runs until one is predicted again */
+	uint8_t asks_else;       /* of runs that ended, how many by the program asking
+				    something else (asyncio's zero poll): an average, 255 for all */
 	int64_t ring[EF_RING];   /* offsets from run start by which a deadline had passed */
 	int64_t probe_step;      /* how much earlier than predicted the next probe wakes */
 	int64_t quick_gap_ns;    /* how soon the program asks again after a wake-up it did
 				    not use: the least gap seen, drifting up slowly */
+	int64_t else_gap_ns;     /* how soon it asks something else after a wake-up it
+				    used: an average */
 	uint32_t backoff_left;   /* waits to leave alone before trying again */
 	uint32_t backoff_len;    /* the next back-off: doubled each time it is confirmed */
 };
