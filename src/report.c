@@ -108,15 +108,21 @@ void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config
 		       up);
 		return;
 	}
-	/* A site whose runs end, and that once sent a stream that did not, is
-	 * shown by what it mostly does: its runs. */
-	unsigned endless = (f & EF_SF_ENDLESS) && !(f & EF_SF_ENDS);
+	/* A site that has shown both runs that end and a stream that does not is
+	 * shown by what it mostly does: its runs while they account for its
+	 * upgraded waits (no more a run than SUBMS steps take through its
+	 * request), else the stream. One run cut short by a busy machine does not
+	 * make a 1 ms ticker a loop whose runs end, nor one long stream the
+	 * reverse. */
+	uint64_t per_run = c->subms_ns > 0 ? (uint64_t)(c->max_ms * 1000000 / c->subms_ns) : 0;
+	unsigned ends = (f & EF_SF_ENDS) && (!(f & EF_SF_ENDLESS) || up <= runs * per_run);
+	unsigned endless = (f & EF_SF_ENDLESS) && !ends;
 	ef_fmt(out, "%s%s%" PRIu64 " waits upgraded",
-	       f & EF_SF_ENDS ? "runs of requests that end"
-	       : endless      ? "a stream of 1 ms requests that never ends"
-			      : "no run ended yet",
+	       ends	 ? "runs of requests that end"
+	       : endless ? "a stream of 1 ms requests that never ends"
+			 : "no run ended yet",
 	       f & EF_SF_PROVEN ? " (sub-ms deadlines seen); " : "; ", up);
-	if ((f & EF_SF_ENDS) && runs) {
+	if (ends && runs) {
 		ef_fmt(out, " for %" PRIu64 " deadlines (", runs);
 		ratio(out, up, runs);
 		ef_fmt(out, " per deadline)");
@@ -133,7 +139,7 @@ void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config
 	else if (endless && c->adapt == 1)
 		ef_fmt(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
 			    "alone: right for a loop that means its 1 ms)");
-	else if (f & EF_SF_ENDS)
+	else if (ends)
 		ef_fmt(out, "; first waits go to the predicted deadline (EPOLLFIX_ADAPT=off polls in "
 			    "SUBMS steps instead)");
 	ef_fmt(out, "\n");

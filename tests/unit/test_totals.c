@@ -104,3 +104,36 @@ Test(totals, pwait2_line_says_why)
 	b = (struct ef_buf)EF_BUF(text);
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_UNKNOWN, 0, &b)->p, "not probed (no call needed it)");
 }
+
+/* One site line, with the default configuration. */
+static const char *site_line(unsigned flags, uint64_t up, uint64_t runs, char *text, size_t size)
+{
+	struct ef_config c;
+	struct ef_site_view v = { .ra = (void *)1, .flags = flags };
+	struct ef_buf b = { text, 0, size };
+
+	ef_config_defaults(&c);
+	v.c[EF_SC_UPGRADED] = up;
+	v.c[EF_SC_RUNS] = runs;
+	v.c[EF_SC_WAIT_NS] = up * 50000;
+	ef_stats_format_site(&v, &c, 1, "ef-x", &b);
+	return text;
+}
+
+Test(totals, a_site_is_shown_by_what_it_mostly_does)
+{
+	char text[512];
+	unsigned both = EF_SF_ENDS | EF_SF_ENDLESS;
+
+	/* A 1 ms ticker whose first stream a busy machine cut once. */
+	cr_assert(strstr(site_line(both, 100, 1, text, sizeof(text)), "a stream of 1 ms requests"),
+		  "%s", text);
+	/* A loop whose runs end, that once sent a stream that did not. */
+	cr_assert(strstr(site_line(both, 500, 400, text, sizeof(text)),
+			 "runs of requests that end; 500 waits upgraded for 400 deadlines"),
+		  "%s", text);
+	cr_assert(strstr(site_line(EF_SF_ENDS, 100, 1, text, sizeof(text)), "runs of requests that end"),
+		  "%s", text);
+	cr_assert(strstr(site_line(EF_SF_ENDLESS, 100, 0, text, sizeof(text)), "never ends; 100 waits"),
+		  "%s", text);
+}
