@@ -76,6 +76,12 @@ static int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+/* An average of yes (255) and no (0) over about the last 8, in a byte. */
+static uint8_t average8(uint8_t avg, int yes)
+{
+	return (uint8_t)(avg + ((yes ? 255 : 0) - avg) / 8);
+}
+
 /* ---- The millisecond grid (per thread) ------------------------------------- */
 
 /* A verdict once EF_LEARN_SAMPLES run ends are in, from the most that fall
@@ -202,7 +208,7 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 	int64_t passed = r->last_end_ns - r->start_ns;
 
 	r->open = 0;
-	s->asks_else = (uint8_t)(s->asks_else + ((asked_else ? 255 : 0) - s->asks_else) / 8);
+	s->asks_else = average8(s->asks_else, asked_else);
 	if (asked_else)
 		s->else_gap_ns += (min64(max64(gap_ns, 0), NS_PER_MS) - s->else_gap_ns) / 8;
 	if (s->shape == EF_SHAPE_NEW)
@@ -216,8 +222,7 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 		s->ring_n = s->ring_n < EF_RING ? s->ring_n + 1 : EF_RING;
 	}
 	if (r->predicted) {
-		int went_on = r->wakes > FOLLOW_MAX + 1 + r->probing ? 255 : 0;
-		s->went_on = (uint8_t)(s->went_on + (went_on - s->went_on) / 8);
+		s->went_on = average8(s->went_on, r->wakes > FOLLOW_MAX + 1 + r->probing);
 	}
 	if (r->probing && r->wakes == 1) {
 		/* Early, and still late enough: try earlier again next run. */
