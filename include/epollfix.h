@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct epoll_event;
+
 /* EPOLLFIX_VERSION "x.y.z" and EPOLLFIX_VERSION_MAJOR, _MINOR, _PATCH. */
 #include "epollfix_version.h"
 
@@ -41,6 +43,8 @@ struct epollfix_counters {
 	uint64_t learned_genuine;    /* times a thread's loop was found to mean its 1 ms */
 	uint64_t learned_subms;      /* times it was found to hide sub-ms deadlines */
 	uint64_t retries;            /* times a back-off ended and upgrades were tried again */
+	uint64_t hinted;             /* waits that took an exact timeout (epollfix_hint_ns) */
+	uint64_t hint_stale;         /* hints dropped: the next wait's timeout did not fit */
 };
 
 /* The library's version, EPOLLFIX_VERSION of the header it was built with. */
@@ -57,6 +61,36 @@ int epollfix_counters(struct epollfix_counters *out, size_t size);
  * next call sees the change. Returns 0; or -1 with errno EINVAL, the policy
  * unchanged, and the reason in err (if err is not NULL). */
 int epollfix_set(const char *word, char *err, size_t errlen);
+
+/* ---- Exact timeouts ----------------------------------------------------------
+ * A program that keeps its deadline finer than a millisecond can say it, and
+ * the library then waits for exactly that instead of guessing:
+ *
+ *     epollfix_hint_ns(timeout_ns);                     this thread's next wait
+ *     epoll_wait(ep, ev, n, (timeout_ns + 999999) / 1000000);
+ *
+ * The hint is a deadline timeout_ns from now (CLOCK_MONOTONIC), for this
+ * thread only. The thread's next epoll_wait or epoll_pwait takes it when the
+ * call's timeout is the time left to that deadline rounded up to whole
+ * milliseconds (or one more, for the time the program took to get there):
+ * then, up to EPOLLFIX_MAX_MS, the call waits with epoll_pwait2 until the
+ * deadline, and a hint of whole milliseconds passes unchanged. A call that
+ * does not fit the hint runs as if there were none, and the hint is dropped
+ * and counted as stale. A call that returns EINTR keeps the hint for the
+ * program's retry; any other return uses it up. When epoll_pwait2 is refused
+ * the call runs with its own arguments, as always.
+ *
+ * timeout_ns < 0 withdraws a hint that no call took. Returns 0. Costs one
+ * clock read; never allocates, locks or blocks. */
+int epollfix_hint_ns(int64_t timeout_ns);
+
+/* epoll_wait with an exact timeout in nanoseconds (negative: no timeout), for
+ * programs that load the library with dlopen instead of LD_PRELOAD (their own
+ * epoll_wait calls are then libc's): the hint above, then the library's
+ * epoll_wait with the timeout rounded up to whole milliseconds. Errors and
+ * errno are epoll_wait's. */
+int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxevents,
+			   int64_t timeout_ns);
 
 #ifdef __cplusplus
 }

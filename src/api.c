@@ -42,6 +42,8 @@ EXPORT int epollfix_counters(struct epollfix_counters *out, size_t size)
 		.learned_genuine = t.learned_genuine,
 		.learned_subms = t.learned_subms,
 		.retries = t.retries,
+		.hinted = t.hinted,
+		.hint_stale = t.hint_stale,
 	};
 	memcpy(out, &all, size < sizeof(all) ? size : sizeof(all));
 	return 0;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "epollfix.h"
 #include "fmt.h"
 #include "log.h"
 #include "policy.h"
@@ -24,6 +25,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define NS_PER_S 1000000000LL
+#define NS_PER_MS 1000000LL
 #define REFUSED (-2) /* never a result of the real call */
 
 /* One thread-local block, reached with one offset: the policy's memory of
@@ -37,6 +39,10 @@ static __thread struct {
 	struct ef_slot *slot;
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
 	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
+	/* The program's exact deadline for its next wait (epollfix_hint_ns), on
+	 * CLOCK_MONOTONIC; 0: none. While one is set every call takes the slow path. */
+	int64_t hint_deadline_ns;
+	int hint_whole; /* the hint was whole milliseconds: the call passes unchanged */
 	struct ef_site_row *row; /* the report's row of the call site counted last */
 	/* The configuration as this thread last copied it. A signal handler's
 	 * call may take a new copy under a call of the thread's own: that call
@@ -59,8 +65,10 @@ static inline struct ef_slot *my_slot(void)
 static void fast_again(void)
 {
 	struct ef_slot *s = tls.slot;
-	struct ef_slot *fast =
-		s && !ef_stats_shared(s) && !tls.lowered && !ef_watching(&tls.policy) ? s : NULL;
+	struct ef_slot *fast = s && !ef_stats_shared(s) && !tls.lowered && !tls.hint_deadline_ns &&
+					       !ef_watching(&tls.policy)
+				       ? s
+				       : NULL;
 	/* Only when the fast path opens again, not at every wait of a run. */
 	if (fast && !tls.fast)
 		ef_real_init();
@@ -224,6 +232,57 @@ static unsigned caller_flags(enum ef_runtime rt)
 					   : 0;
 }
 
+#define NOT_HINTED (-3) /* never a result of the real call, nor REFUSED */
+
+/* A wait under a hint (epollfix_hint_ns): no guess, no policy. The call's
+ * timeout must be the time left, rounded up to whole ms, or one more (the
+ * program read its clock a little before ours): then it waits until the
+ * deadline, or passes unchanged for a whole-ms hint, a timeout over MAX_MS or
+ * none left. Otherwise the hint is stale: dropped, counted, and the call goes
+ * to the policy as if there had been none. EINTR keeps the hint for the
+ * program's retry, which recomputes its timeout from the same deadline. */
+static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
+		       int timeout, const sigset_t *mask, const struct ef_config *c)
+{
+	int64_t left = tls.hint_deadline_ns - mono_ns();
+	if (left < 0)
+		left = 0;
+	int64_t fit = (left + NS_PER_MS - 1) / NS_PER_MS;
+
+	if (timeout != fit && timeout != fit + 1) {
+		tls.hint_deadline_ns = 0;
+		ef_stats_add(my_slot(), EF_K_HINT_STALE);
+		return NOT_HINTED;
+	}
+	/* A run the policy had open ends here: what it chased is not this. */
+	tls.policy.run.open = 0;
+	enum ef_outcome o = EF_O_HINTED;
+	int r = REFUSED;
+	if (!tls.hint_whole && timeout <= c->max_ms) {
+		if (left == 0) { /* the deadline has passed: a poll */
+			timeout = 0;
+		} else {
+			if (ef_pwait2_usable()) {
+				slack_for_wait(c);
+				r = wait_fine(epfd, ev, maxevents, left, mask);
+			}
+			if (r == REFUSED)
+				o = EF_O_UPGRADE_FELL_BACK;
+		}
+	}
+	if (r == REFUSED) {
+		slack_restore();
+		r = call_real(call, epfd, ev, maxevents, timeout, mask);
+	}
+	int err = errno;
+	if (!(r < 0 && err == EINTR))
+		tls.hint_deadline_ns = 0;
+	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, o, r);
+	fast_again();
+	errno = err;
+	return r;
+}
+
 /* The policy's protocol (policy.h): before, the wait it chose (or the real
  * call when epoll_pwait2 is unusable), after. */
 static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call, int epfd,
@@ -236,8 +295,14 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 
 	if (!c || c->disable) {
 		t->run.open = 0;
+		tls.hint_deadline_ns = 0;
 		slack_restore();
 		return call_real(call, epfd, ev, maxevents, timeout, mask);
+	}
+	if (tls.hint_deadline_ns) {
+		int r = hinted_wait(call, epfd, ev, maxevents, timeout, mask, c);
+		if (r != NOT_HINTED)
+			return r;
 	}
 	struct ef_request in = { .timeout_ms = timeout, .site = ra };
 	enum ef_runtime rt = EF_RT_UNKNOWN;
@@ -433,6 +498,33 @@ EF_WAIT_PATH EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int ma
 				     int timeout, const sigset_t *sigmask)
 {
 	return ef_wait(EF_CALL_PWAIT, epfd, events, maxevents, timeout, sigmask);
+}
+
+/* ---- Exact timeouts (include/epollfix.h) --------------------------------------- */
+
+EXPORT int epollfix_hint_ns(int64_t timeout_ns)
+{
+	if (timeout_ns < 0) {
+		tls.hint_deadline_ns = 0;
+	} else {
+		int64_t now = mono_ns();
+		/* Never 0, which means none; far deadlines saturate. */
+		tls.hint_deadline_ns = timeout_ns < INT64_MAX - now ? now + timeout_ns : INT64_MAX;
+		tls.hint_whole = timeout_ns % NS_PER_MS == 0;
+	}
+	/* Open or close the thread's fast path: a hinted call must reach the slow one. */
+	fast_again();
+	return 0;
+}
+
+EXPORT int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxevents,
+				  int64_t timeout_ns)
+{
+	if (timeout_ns <= 0)
+		return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout_ns < 0 ? -1 : 0, NULL);
+	int64_t ms = (timeout_ns + NS_PER_MS - 1) / NS_PER_MS;
+	epollfix_hint_ns(timeout_ns);
+	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, ms < INT_MAX ? (int)ms : INT_MAX, NULL);
 }
 
 /* ---- prctl and syscall --------------------------------------------------------

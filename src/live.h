@@ -20,7 +20,7 @@
 #define EF_LIVE_SECTION "epollfix_live"
 #define EF_LIVE_MAGIC "epollfix status"      /* 15 characters and a NUL */
 #ifndef EF_LIVE_LAYOUT
-#define EF_LIVE_LAYOUT 2
+#define EF_LIVE_LAYOUT 3
 /* Fills the block's addresses and build id, then marks it ready (constructor). */
 void ef_live_init(void);
 

@@ -68,6 +68,8 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		       " sub-ms, %" PRIu64 " tried again)\n",
 		       t->genuine, *runtimes ? runtimes : "none", t->learned_genuine, t->learned_subms,
 		       t->retries);
+	ef_fmt(line(out, pid, "exact (hinted)"), "%" PRIu64 ", stale hints %" PRIu64 "\n", t->hinted,
+	       t->hint_stale);
 	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
 	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",
 	       t->empty_zero, t->longest_streak);

@@ -36,6 +36,8 @@ enum ef_outcome {
 	EF_O_UPGRADE_FELL_BACK, /* meant to upgrade; epoll_pwait2 unusable: passed */
 	EF_O_CLAMP_FELL_BACK,   /* meant to clamp; epoll_pwait2 unusable: whole ms */
 	EF_O_GENUINE,           /* a 1 ms the loop means: passed (EPOLLFIX_ADAPT) */
+	EF_O_HINTED,            /* the program said the deadline (epollfix_hint_ns): waited
+				   until it exactly, or passed when it was whole ms */
 	EF_O_COUNT
 };
 
@@ -56,6 +58,7 @@ enum {
 	EF_K_LEARNED_GENUINE, /* verdicts of the learner (policy.h) */
 	EF_K_LEARNED_SUBMS,
 	EF_K_RETRIES,
+	EF_K_HINT_STALE, /* hints dropped: the call's timeout did not fit them */
 	/* Empty zero-timeout polls, whatever their outcome, by function
 	 * (EF_K_EMPTY + call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is
 	 * never written, it is these less the other outcomes. */
@@ -233,6 +236,7 @@ struct ef_totals {
 	uint64_t by_class[EF_T_COUNT];
 	uint64_t upgraded, clamped, passed, fell_back, empty_zero, longest_streak;
 	uint64_t genuine, learned_genuine, learned_subms, retries;
+	uint64_t hinted, hint_stale;
 };
 
 /* Records a verdict of the learner (enum ef_learned, nonzero). */

@@ -46,6 +46,7 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 							     ? n
 							     : 0;
 					t->genuine += o == EF_O_GENUINE ? n : 0;
+					t->hinted += o == EF_O_HINTED ? n : 0;
 					t->fell_back += o == EF_O_UPGRADE_FELL_BACK ||
 									o == EF_O_CLAMP_FELL_BACK
 								? n
@@ -56,6 +57,7 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 		t->learned_genuine += c[EF_K_LEARNED_GENUINE];
 		t->learned_subms += c[EF_K_LEARNED_SUBMS];
 		t->retries += c[EF_K_RETRIES];
+		t->hint_stale += c[EF_K_HINT_STALE];
 	}
 }
 

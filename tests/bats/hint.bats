@@ -1,0 +1,78 @@
+#!/usr/bin/env bats
+# Exact timeouts said by the program (epollfix_hint_ns, epollfix_epoll_wait_ns):
+# a hinted wait takes no guess, a stale hint is dropped and counted, and a hint
+# belongs to the thread that gave it.
+
+load helpers
+
+# report_n LABEL: the number after "LABEL: " in the exit report on stderr.
+report_n() {
+	sed -n "s/^epollfix\[[0-9]*\] $1: \([0-9]*\).*/\1/p" <<<"$stderr" | head -1
+}
+
+@test "hint: 700 us sleeps said exactly cost one wait each and come back well inside the millisecond" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 700 --count 200 --hint exact
+	assert_success
+	# The kernel never wakes a timed wait early: one wait per sleep exactly.
+	[ "$(field waits)" = 200 ] || fail "$output"
+	[ "$(field median_us)" -lt 950 ] || fail "median not under 950 us: $output"
+	[ "$(report_n 'exact (hinted)')" = 200 ] || fail "$stderr"
+	[ "$(report_n upgraded)" = 0 ] || fail "a hinted wait was guessed: $stderr"
+}
+
+@test "hint: 50 us sleeps said exactly are upgraded in one wait each" {
+	run --separate-stderr preload "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 50 --count 200 --hint exact
+	assert_success
+	assert_upgraded
+	[ "$(field waits)" = 200 ] || fail "$output"
+}
+
+@test "hint: a whole-millisecond hint passes unchanged, one wait per sleep" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 1000 --count 100 --hint exact
+	assert_success
+	assert_rounded
+	[ "$(field waits)" = 100 ] || fail "$output"
+	[ "$(report_n 'exact (hinted)')" = 100 ] || fail "$stderr"
+}
+
+@test "hint: the program runs without the library, its hints unheard" {
+	run "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 50 --count 50 --hint exact
+	assert_success
+	assert_rounded
+}
+
+@test "hint: a hint that does not fit the call is dropped, counted stale, and the call guessed as before" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 100 --hint stale
+	assert_success
+	[ "$(report_n 'exact (hinted)')" = 0 ] || fail "$stderr"
+	stale=$(sed -n 's/.*stale hints \([0-9]*\).*/\1/p' <<<"$stderr")
+	[ "$stale" = "$(field waits)" ] || fail "stale $stale, waits $(field waits): $stderr"
+	# The guessing policy still made these sub-ms: far under a millisecond.
+	assert_upgraded
+}
+
+@test "hint: a hint given on another thread is not taken by this thread's waits" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 50 --hint other-thread
+	assert_success
+	[ "$(report_n 'exact (hinted)')" = 0 ] || fail "$stderr"
+	[ "$(field waits)" -gt 50 ] || fail "the policy's steps were expected: $output"
+}
+
+@test "hint: a program that loads the library with dlopen waits exactly through epollfix_epoll_wait_ns" {
+	# musl's dlopen refuses a library with initial-exec TLS, which the wait
+	# path's thread-local block is; preloaded, musl loads it at start.
+	need_glibc
+	run --separate-stderr env EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 200 --count 100 --dlopen "$EPOLLFIX_LIB"
+	assert_success
+	[ "$(field waits)" = 100 ] || fail "$output"
+	[ "$(field median_us)" -lt 700 ] || fail "median not under 700 us: $output"
+	[ "$(report_n 'exact (hinted)')" = 100 ] || fail "$stderr"
+}
+
+@test "hint: with epoll_pwait2 refused a hinted wait runs the real call with its own timeout" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 40 --hint exact --filter-after 0 eperm
+	assert_success
+	assert_rounded
+	[ "$(field waits)" = 40 ] || fail "$output"
+	[ "$(report_n 'fell back')" = 40 ] || fail "$stderr"
+}
