@@ -265,6 +265,8 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			if (ef_pwait2_usable()) {
 				slack_for_wait(c);
 				r = wait_fine(epfd, ev, maxevents, left, mask);
+				if (r == 0) /* timed out: how late after the program's deadline */
+					ef_stats_late(my_slot(), mono_ns() - tls.hint_deadline_ns);
 			}
 			if (r == REFUSED)
 				o = EF_O_UPGRADE_FELL_BACK;
@@ -333,6 +335,8 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 
 	int err = errno;
 	int64_t end = ef_wants_end_clock(c, &in, d) ? mono_ns() : 0;
+	if (d.action == EF_UPGRADE && r == 0 && end)
+		ef_stats_late(my_slot(), end - in.now_ns - d.wait_ns);
 	learned(ef_after(c, t, &in, d, r, end));
 	if (d.ended)
 		ef_stats_site_ended(my_slot(), &tls.row, d.ended);

@@ -39,6 +39,24 @@ struct ef_buf *ef_pwait2_line(enum ef_pwait2_state state, int why, struct ef_buf
 /* A busy loop this long, with the clamp off, earns a hint in the report. */
 #define HINT_STREAK 1000
 
+/* A bucket's bound: "64us", or "more" for the open one. */
+static struct ef_buf *late_bound(uint64_t us, struct ef_buf *out)
+{
+	return us == UINT64_MAX ? ef_fmt(out, "more") : ef_fmt(out, "%" PRIu64 "us", us);
+}
+
+struct ef_buf *ef_late_line(const struct ef_totals *t, struct ef_buf *out)
+{
+	uint64_t n = 0;
+	for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
+		n += t->late[b];
+	if (!n)
+		return ef_fmt(out, "no timed waits");
+	late_bound(ef_late_quantile_us(t, 500), ef_fmt(out, "p50 <= "));
+	late_bound(ef_late_quantile_us(t, 990), ef_fmt(out, ", p99 <= "));
+	return ef_fmt(out, ", mean %" PRIu64 "us (%" PRIu64 " waits)", t->late_ns / n / 1000, n);
+}
+
 static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
 {
 	return ef_fmt(b, "epollfix[%ld] %s: ", pid, key);
@@ -68,8 +86,10 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 		       " sub-ms, %" PRIu64 " tried again)\n",
 		       t->genuine, *runtimes ? runtimes : "none", t->learned_genuine, t->learned_subms,
 		       t->retries);
-	ef_fmt(line(out, pid, "exact (hinted)"), "%" PRIu64 ", stale hints %" PRIu64 "\n", t->hinted,
-	       t->hint_stale);
+	ef_fmt(line(out, pid, "hinted"), "%" PRIu64 " (exact timeouts the program said), stale hints %" PRIu64 "\n",
+	       t->hinted, t->hint_stale);
+	ef_late_line(t, line(out, pid, "late after timeout"));
+	ef_fmt(out, "\n");
 	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
 	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",
 	       t->empty_zero, t->longest_streak);

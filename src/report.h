@@ -21,6 +21,10 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out);
  * call needed it)". */
 struct ef_buf *ef_pwait2_line(enum ef_pwait2_state state, int why, struct ef_buf *out);
 
+/* The lateness histogram in a few words: "p50 <= 64us, p99 <= 128us, mean 41us
+ * (N waits)", or "no timed waits". Shared by the report and `epollfix status`. */
+struct ef_buf *ef_late_line(const struct ef_totals *t, struct ef_buf *out);
+
 /* The report: every line starts with "epollfix[pid] ". pwait2 is
  * ef_pwait2_line's text; runtimes names the event loops recognised ("libuv,
  * nginx"), or is empty. */

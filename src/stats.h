@@ -41,6 +41,21 @@ enum ef_outcome {
 	EF_O_COUNT
 };
 
+/* How late the library's timed waits came back after the timeout they asked
+ * (upgraded waits, and hinted ones, which end at the program's own deadline):
+ * bucket b counts those at most 2^b us late, the last bucket all later ones.
+ * Log-scale and fixed, so per-thread counts add up to one histogram. */
+#define EF_LATE_BUCKETS 16 /* up to 1, 2, 4, ... 16384 us, and later */
+
+static inline unsigned ef_late_bucket(int64_t late_ns)
+{
+	uint64_t us = late_ns > 0 ? ((uint64_t)late_ns + 999) / 1000 : 0;
+	if (us <= 1)
+		return 0;
+	unsigned b = 64 - (unsigned)__builtin_clzll(us - 1);
+	return b < EF_LATE_BUCKETS - 1 ? b : EF_LATE_BUCKETS - 1;
+}
+
 /* Call sites with a row in the report (below); more are counted in totals only. */
 #define EF_SITE_ROWS 16
 
@@ -64,6 +79,8 @@ enum {
 	 * never written, it is these less the other outcomes. */
 	EF_K_EMPTY,
 	EF_K_STREAK_MARK = EF_K_EMPTY + EF_CALL_COUNT, /* the empty polls when the streak began */
+	EF_K_LATE,                                  /* EF_K_LATE + bucket: lateness */
+	EF_K_LATE_NS = EF_K_LATE + EF_LATE_BUCKETS, /* their lateness summed, in ns */
 	/* EF_K_SITES + row * EF_SC_COUNT + counter: the call sites' counters, per
 	 * thread, so that upgraded waits on many threads never write one line. */
 	EF_K_SITES,
@@ -154,6 +171,15 @@ static inline int ef_slot_streak_open(const struct ef_slot *s)
 	return c[EF_K_EMPTY + EF_CALL_WAIT] + c[EF_K_EMPTY + EF_CALL_PWAIT] != c[EF_K_STREAK_MARK];
 }
 
+/* By the slot's owner: a timed wait came back late_ns after its timeout. */
+static inline void ef_stats_late(struct ef_slot *s, int64_t late_ns)
+{
+	if (late_ns < 0) /* the clock was read before the wait began: on time */
+		late_ns = 0;
+	ef_stats_add(s, EF_K_LATE + ef_late_bucket(late_ns));
+	ef_stats_add_n(s, EF_K_LATE_NS, (uint64_t)late_ns);
+}
+
 /* By the owner of a slot, at a call that is not an empty zero-timeout poll:
  * the streak of empty polls before it ends (the shared slot keeps none). */
 void ef_stats_streak_end(struct ef_slot *s);
@@ -237,7 +263,13 @@ struct ef_totals {
 	uint64_t upgraded, clamped, passed, fell_back, empty_zero, longest_streak;
 	uint64_t genuine, learned_genuine, learned_subms, retries;
 	uint64_t hinted, hint_stale;
+	uint64_t late[EF_LATE_BUCKETS], late_ns; /* lateness (EF_K_LATE) */
 };
+
+/* The upper bound in us of the bucket that holds the q-th permille of the
+ * lateness histogram (q = 500: the median); 0 when it is empty, UINT64_MAX
+ * for the last, open bucket. */
+uint64_t ef_late_quantile_us(const struct ef_totals *t, unsigned q);
 
 /* Records a verdict of the learner (enum ef_learned, nonzero). */
 void ef_stats_learned(struct ef_slot *s, int learned);

@@ -58,7 +58,25 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 		t->learned_subms += c[EF_K_LEARNED_SUBMS];
 		t->retries += c[EF_K_RETRIES];
 		t->hint_stale += c[EF_K_HINT_STALE];
+		for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
+			t->late[b] += c[EF_K_LATE + b];
+		t->late_ns += c[EF_K_LATE_NS];
 	}
+}
+
+uint64_t ef_late_quantile_us(const struct ef_totals *t, unsigned q)
+{
+	uint64_t n = 0, seen = 0;
+	for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
+		n += t->late[b];
+	if (!n)
+		return 0;
+	/* The smallest bucket that holds at least q permille of the waits. */
+	uint64_t want = (n * q + 999) / 1000;
+	for (unsigned b = 0; b < EF_LATE_BUCKETS - 1; b++)
+		if ((seen += t->late[b]) >= (want ? want : 1))
+			return (uint64_t)1 << b;
+	return UINT64_MAX;
 }
 
 void ef_site_views(const struct ef_site_row *rows, const struct ef_slot *slots, size_t nslots,

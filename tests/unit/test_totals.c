@@ -137,3 +137,49 @@ Test(totals, a_site_is_shown_by_what_it_mostly_does)
 	cr_assert(strstr(site_line(EF_SF_ENDLESS, 100, 0, text, sizeof(text)), "never ends; 100 waits"),
 		  "%s", text);
 }
+
+Test(totals, lateness_buckets_are_powers_of_two_microseconds)
+{
+	cr_assert_eq(ef_late_bucket(-5), 0);
+	cr_assert_eq(ef_late_bucket(0), 0);
+	cr_assert_eq(ef_late_bucket(1000), 0, "1 us is the first bucket's bound");
+	cr_assert_eq(ef_late_bucket(1001), 1);
+	cr_assert_eq(ef_late_bucket(2000), 1);
+	cr_assert_eq(ef_late_bucket(2001), 2);
+	cr_assert_eq(ef_late_bucket(64000), 6);
+	cr_assert_eq(ef_late_bucket(64001), 7);
+	cr_assert_eq(ef_late_bucket(16384000), EF_LATE_BUCKETS - 2);
+	cr_assert_eq(ef_late_bucket(16384001), EF_LATE_BUCKETS - 1, "later: the open bucket");
+	cr_assert_eq(ef_late_bucket(INT64_MAX), EF_LATE_BUCKETS - 1);
+}
+
+Test(totals, lateness_sums_over_slots_and_names_its_quantiles)
+{
+	struct ef_totals t;
+	char text[128];
+	struct ef_buf b = EF_BUF(text);
+
+	memset(slots, 0, sizeof(slots));
+	ef_stats_sum_slots(slots, 3, &t);
+	cr_assert_eq(ef_late_quantile_us(&t, 500), 0, "no waits, no quantile");
+	ef_late_line(&t, &b);
+	cr_assert_str_eq(text, "no timed waits");
+
+	/* 98 waits up to 32 us late on two threads, 2 up to 256 us. */
+	atomic_store(&slots[0].c[EF_K_LATE + 5], 60);
+	atomic_store(&slots[1].c[EF_K_LATE + 5], 38);
+	atomic_store(&slots[2].c[EF_K_LATE + 8], 2);
+	atomic_store(&slots[0].c[EF_K_LATE_NS], 2000000);
+	ef_stats_sum_slots(slots, 3, &t);
+	cr_assert_eq(t.late[5], 98);
+	cr_assert_eq(ef_late_quantile_us(&t, 500), 32);
+	cr_assert_eq(ef_late_quantile_us(&t, 980), 32);
+	cr_assert_eq(ef_late_quantile_us(&t, 990), 256);
+	b = (struct ef_buf)EF_BUF(text);
+	ef_late_line(&t, &b);
+	cr_assert_str_eq(text, "p50 <= 32us, p99 <= 256us, mean 20us (100 waits)");
+
+	atomic_store(&slots[2].c[EF_K_LATE + EF_LATE_BUCKETS - 1], 50);
+	ef_stats_sum_slots(slots, 3, &t);
+	cr_assert_eq(ef_late_quantile_us(&t, 990), UINT64_MAX, "the open bucket has no bound");
+}
