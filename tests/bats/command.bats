@@ -209,6 +209,20 @@ project_version() {
 	assert_upgraded
 }
 
+@test "meson install keeps an edited configuration file, and installs one where none is" {
+	command -v meson >/dev/null || skip "no meson"
+	root=$BATS_TEST_TMPDIR/root
+	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
+	assert_success
+	conf=$(find "$root" -name epollfix.conf)
+	[ -f "$conf" ] || fail "no configuration file installed: $(find "$root" -type f)"
+	cmp "$conf" "$EPOLLFIX_SRC/doc/epollfix.conf" || fail "not the commented example"
+	echo 'subms = 20us # edited' >>"$conf"
+	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
+	assert_success
+	[ "$(tail -n 1 "$conf")" = 'subms = 20us # edited' ] || fail "overwritten: $(tail -n 3 "$conf")"
+}
+
 @test "the README's configuration table and the man page name every variable" {
 	run "$cmd" --help
 	vars=$(grep -o '\[EPOLLFIX_[A-Z_]*' <<<"$output" | tr -d '[' | sort -u)
