@@ -223,6 +223,21 @@ project_version() {
 	[ "$(tail -n 1 "$conf")" = 'subms = 20us # edited' ] || fail "overwritten: $(tail -n 3 "$conf")"
 }
 
+@test "epollfix.conf(5) is installed and documents every setting of the sample file" {
+	command -v meson >/dev/null || skip "no meson"
+	root=$BATS_TEST_TMPDIR/root
+	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
+	assert_success
+	page=$(find "$root" -path '*/man5/epollfix.conf.5')
+	[ -f "$page" ] || fail "no epollfix.conf(5)"
+	grep -q "^\.TH EPOLLFIX.CONF 5 .*\"epollfix $(project_version)\"" "$page" || fail "$(sed -n 2p "$page")"
+	keys=$(sed -n 's/^# *\([a-z-]*\) *=.*/\1/p' "$EPOLLFIX_SRC/doc/epollfix.conf")
+	[ -n "$keys" ] || fail "no settings in the sample file"
+	for k in $keys; do
+		grep -q "^\\\\fB$(sed 's/-/\\\\-/g' <<<"$k")\\\\fR = " "$page" || fail "no entry for $k in $page"
+	done
+}
+
 @test "the README's configuration table and the man page name every variable" {
 	run "$cmd" --help
 	vars=$(grep -o '\[EPOLLFIX_[A-Z_]*' <<<"$output" | tr -d '[' | sort -u)
