@@ -82,10 +82,12 @@ int main(int argc, char **argv)
 	long fast_fires = fast.fired;
 	int64_t f50 = pct(fast.late, fast_fires, 50), f90 = pct(fast.late, fast_fires, 90);
 	int64_t s50 = pct(slow.late, slow.fired, 50), s90 = pct(slow.late, slow.fired, 90);
-	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld vcsw=%ld "
+	int64_t s99 = pct(slow.late, slow.fired, 99);
+	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld lateness_p99_us=%lld "
+	       "elapsed_ms=%lld vcsw=%ld "
 	       "cpu_us=%lld fast_fires=%ld fast_p50_us=%lld fast_p90_us=%lld slow_fires=%ld "
 	       "slow_p50_us=%lld slow_p90_us=%lld\n",
-	       slow.fired, (long long)s50, (long long)s90,
+	       slow.fired, (long long)s50, (long long)s90, (long long)s99,
 	       (long long)((now_ns() - started) / 1000000), csw, (long long)(cpu / 1000),
 	       fast_fires, (long long)f50, (long long)f90, slow.fired, (long long)s50,
 	       (long long)s90);

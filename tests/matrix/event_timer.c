@@ -48,9 +48,11 @@ int main(int argc, char **argv)
 	event_base_dispatch(base);
 	mx_fires_write();
 	qsort(late, (size_t)fired, sizeof(*late), cmp_i64);
-	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld elapsed_ms=%lld method=%s precise=%d\n",
+	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld lateness_p99_us=%lld "
+	       "elapsed_ms=%lld method=%s precise=%d\n",
 	       fired, fired ? (long long)(late[fired / 2] / 1000) : 0,
 	       fired ? (long long)(late[fired * 9 / 10] / 1000) : 0,
+	       fired ? (long long)(late[fired * 99 / 100] / 1000) : 0,
 	       (long long)((now_ns() - started) / 1000000), event_base_get_method(base), precise);
 	event_free(ev);
 	event_base_free(base);
