@@ -10,6 +10,7 @@ static const struct ef_word ef_log_words[] = {
 	{ "quiet", EF_LOG_QUIET }, { "warn", EF_LOG_WARN }, { "debug", EF_LOG_DEBUG }, { NULL, 0 }
 };
 static const struct ef_word ef_bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
+static const struct ef_word ef_seccomp_words[] = { { "safe", 0 }, { "trust", 1 }, { NULL, 0 } };
 static const struct ef_word ef_adapt_words[] = {
 	{ "off", 0 }, { "auto", 1 }, { "safe", 2 }, { NULL, 0 }
 };

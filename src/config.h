@@ -52,6 +52,10 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	    "it (libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; " \
 	    "safe: also leave alone every stream not shown to be sub-ms (a whole host); "         \
 	    "off: upgrade every rounded-up wait by SUBMS steps")                                 \
+	NUM(seccomp_trust, SECCOMP, "seccomp", WORD, 0, 1, 0, 0, ef_seccomp_words, "=VALUE",     \
+	    "safe: under a seccomp filter in force at start, whose content cannot be read, never " \
+	    "call epoll_pwait2 or set timer slack; trust: that filter allows both (Docker's "     \
+	    "default profile since 20.10.4)")                                                    \
 	/* Lists of objects: a library's file name (libzmq.so.5, or libzmq.so for any        \
 	 * version), a directory in its path (gevent), a path, or the program's name. */      \
 	TEXT(genuine_callers, GENUINE_CALLERS, "genuine-callers", EF_LIST_SIZE, 1, "", "", NULL, \

@@ -8,13 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "epollfix.h"
 #include "real.h"
 #include "report.h"
+#include "sandbox.h"
 #include "status.h"
 #include "sysconf.h"
 #include "target.h"
@@ -98,6 +101,29 @@ static void prepend_preload(const char *lib)
 	setenv("LD_PRELOAD", both, 1);
 }
 
+/* What the library would find in a program started from here, under the
+ * same sandbox: 0 when epoll_pwait2 works, else why not (ef_pwait2_why). The
+ * probe runs in a child, so a filter that kills on it ends the child alone
+ * (the command is no host: under a filter that kills fork, --check dies). */
+static int pwait2_check(int trust)
+{
+	if (ef_seccomp_inherited() && !trust)
+		return EF_WHY_UNKNOWN_FILTER;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGSYS, SIG_DFL);
+		_exit(ef_pwait2_probe() & 0xff);
+	}
+	int status;
+	if (pid < 0)
+		return errno;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return ECHILD;
+	return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 static int check(const char *lib, int have_lib)
 {
 	struct utsname u;
@@ -113,9 +139,9 @@ static int check(const char *lib, int have_lib)
 	enum ef_file_state fs =
 		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv);
 	ef_policy_line(&c, &policy);
-	int works = ef_pwait2_usable();
-	char reason[128];
-	ef_pwait2_state(&why);
+	why = pwait2_check((int)c.seccomp_trust);
+	int works = why == 0;
+	char reason[160];
 	ef_pwait2_why(why, &EF_BUF(reason));
 	printf("epollfix %s\n", EPOLLFIX_VERSION);
 	printf("library:      %s%s\n", lib, have_lib ? "" : " (missing)");

@@ -19,6 +19,7 @@
 #include "policy.h"
 #include "real.h"
 #include "recognize.h"
+#include "sandbox.h"
 #include "state.h"
 #include "stats.h"
 #include "wait_path.h"
@@ -87,13 +88,21 @@ static int real_slack(int op, unsigned long v)
 	return ef_real_prctl()(op, v, 0UL, 0UL, 0UL);
 }
 
-/* The thread's own slack back in force, if the library's is. */
+/* 1 when no seccomp filter the program installed refuses the library's prctl. */
+static int slack_allowed(void)
+{
+	return !(ef_sandbox_denied() & EF_DENY_SLACK);
+}
+
+/* The thread's own slack back in force, if the library's is. Once a filter
+ * refuses the library's prctl, a thread keeps what it has: asking could kill. */
 static void slack_restore(void)
 {
 	if (__builtin_expect(!tls.lowered, 1))
 		return;
 	int saved = errno;
-	real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
+	if (slack_allowed())
+		real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
 	tls.lowered = 0;
 	errno = saved;
 }
@@ -101,7 +110,7 @@ static void slack_restore(void)
 /* Before an upgraded wait: the configured slack (none for `keep`). */
 static void slack_for_wait(const struct ef_config *c)
 {
-	int want = c->slack_ns > 0 && c->slack_ns <= INT_MAX ? (int)c->slack_ns : 0;
+	int want = c->slack_ns > 0 && c->slack_ns <= INT_MAX && slack_allowed() ? (int)c->slack_ns : 0;
 
 	if (want == tls.lowered) /* the run goes on */
 		return;
@@ -163,11 +172,11 @@ static int64_t mono_ns(void)
 }
 
 /* epoll_pwait2 for ns. Returns its result, or REFUSED with errno as on entry
- * when the real call must run instead: after any error but EINTR the real call
- * gives the exact errno the program would have seen, and ENOSYS or EPERM mean
- * a filter or kernel said no for good. */
+ * and the error in *why when the real call must run instead: after any error
+ * but EINTR the real call gives the exact errno the program would have seen,
+ * and ENOSYS or EPERM mean a filter or kernel said no for good. */
 static int wait_fine(int epfd, struct epoll_event *ev, int maxevents, int64_t ns,
-		     const sigset_t *mask)
+		     const sigset_t *mask, int *why)
 {
 	struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
 	int saved = errno;
@@ -180,8 +189,19 @@ static int wait_fine(int epfd, struct epoll_event *ev, int maxevents, int64_t ns
 	}
 	if (err == ENOSYS || err == EPERM)
 		ef_pwait2_refused(err);
+	*why = err;
 	errno = saved;
 	return REFUSED;
+}
+
+/* The real call ran after epoll_pwait2 failed with why, and returned r. When
+ * it succeeded, the error was not the program's but epoll_pwait2's own (a
+ * filter that answers EINVAL or EBADF): it is given up, so no later wait pays
+ * a failed call first. */
+static void refused_then(int why, int r)
+{
+	if (r >= 0)
+		ef_pwait2_refused(why);
 }
 
 static __attribute__((noinline, cold)) void debug_line(enum ef_call call, int epfd, int timeout,
@@ -257,14 +277,14 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 	/* A run the policy had open ends here: what it chased is not this. */
 	tls.policy.run.open = 0;
 	enum ef_outcome o = EF_O_HINTED;
-	int r = REFUSED;
+	int r = REFUSED, why = 0;
 	if (!tls.hint_whole && timeout <= c->max_ms) {
 		if (left == 0) { /* the deadline has passed: a poll */
 			timeout = 0;
 		} else {
-			if (ef_pwait2_usable()) {
+			if (ef_pwait2_usable((int)c->seccomp_trust)) {
 				slack_for_wait(c);
-				r = wait_fine(epfd, ev, maxevents, left, mask);
+				r = wait_fine(epfd, ev, maxevents, left, mask, &why);
 				if (r == 0) /* timed out: how late after the program's deadline */
 					ef_stats_late(my_slot(), mono_ns() - tls.hint_deadline_ns);
 			}
@@ -275,6 +295,8 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 	if (r == REFUSED) {
 		slack_restore();
 		r = call_real(call, epfd, ev, maxevents, timeout, mask);
+		if (why)
+			refused_then(why, r);
 	}
 	int err = errno;
 	if (!(r < 0 && err == EINTR))
@@ -314,24 +336,27 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 		in.now_ns = mono_ns();
 	struct ef_decision d = ef_before(c, t, &in);
 	enum ef_action meant = d.action;
-	int r = REFUSED;
+	int r = REFUSED, why = 0;
 
 	learned(d.learned);
-	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable())
+	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable((int)c->seccomp_trust))
 		d = ef_without_pwait2(d, timeout);
 	if (d.action == EF_UPGRADE)
 		slack_for_wait(c);
 	else
 		slack_restore();
 	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
-		r = wait_fine(epfd, ev, maxevents, d.wait_ns, mask);
+		r = wait_fine(epfd, ev, maxevents, d.wait_ns, mask, &why);
 		if (r == REFUSED) {
 			d = ef_without_pwait2(d, timeout);
 			slack_restore();
 		}
 	}
-	if (r == REFUSED)
+	if (r == REFUSED) {
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
+		if (why)
+			refused_then(why, r);
+	}
 
 	int err = errno;
 	int64_t end = ef_wants_end_clock(c, &in, d) ? mono_ns() : 0;
@@ -535,6 +560,16 @@ EXPORT int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxe
  * Watched for the thread's own timer slack and for seccomp filters; every other
  * request goes to libc's function unchanged, errno included. */
 
+/* A seccomp request: the thread's own slack back first (a filter may refuse
+ * the library's prctl from now on), then read and passed on (real.c). */
+static long seccomp_request(int via_prctl, unsigned long op, unsigned long flags, void *prog)
+{
+	const struct ef_config *c = ef_state_config_copy(&tls.config);
+	slack_restore();
+	fast_again();
+	return ef_seccomp_set(via_prctl, op, flags, prog, c ? c->slack_ns : 1000);
+}
+
 /* prctl's requests the library watches; -2 (never a result of prctl): none. */
 #define NOT_WATCHED (-2L)
 
@@ -547,7 +582,7 @@ static long watched_prctl(int option, unsigned long a2, unsigned long a3)
 		/* The program's own, not the one the library keeps for a run. */
 		return tls.lowered ? tls.own_slack : NOT_WATCHED;
 	case PR_SET_SECCOMP:
-		return ef_seccomp_set(1, a2, 0, (void *)a3);
+		return seccomp_request(1, a2, 0, (void *)a3);
 	}
 	return NOT_WATCHED;
 }
@@ -575,7 +610,7 @@ EXPORT long syscall(long number, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	if (__builtin_expect(number == SYS_seccomp, 0))
-		return ef_seccomp_set(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
+		return seccomp_request(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
 	if (__builtin_expect(number == SYS_prctl, 0)) {
 		long r = watched_prctl((int)a[0], (unsigned long)a[1], (unsigned long)a[2]);
 		if (r != NOT_WATCHED)

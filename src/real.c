@@ -2,19 +2,18 @@
 #include "real.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "proc.h"
+#include "sandbox.h"
 #include "wait_path.h"
 
 #ifndef SYS_epoll_pwait2
@@ -29,9 +28,8 @@
 #define SECCOMP_MODE_FILTER_ 2
 #define SECCOMP_SET_MODE_STRICT_ 0
 #define SECCOMP_SET_MODE_FILTER_ 1
-/* Flags that make sense only for the program's own install: a listener (the
- * child would wait on itself), waiting for one, and syncing other threads. */
-#define FLAGS_NOT_IN_CHILD ((1UL << 0) | (1UL << 3) | (1UL << 4) | (1UL << 5))
+#define FLAG_TSYNC (1UL << 0)
+#define FLAG_TSYNC_ESRCH (1UL << 4)
 
 _Atomic(void *) ef_real_table[EF_REAL_COUNT];
 
@@ -124,84 +122,55 @@ static int probe_answer(void)
 	return r < 0 ? errno : EINVAL;
 }
 
-/* Reads "Seccomp:\t<mode>" from /proc/self/status without stdio. Returns the
- * mode, or -1 when it cannot tell (no /proc): then assume a filter. */
-static int seccomp_mode(void)
+/* Was a filter in force before the program could install one (its launcher's)?
+ * /proc/self/status read whole, in chunks, with raw system calls: openat,
+ * read and close are what the loader needed to load this library, so a filter
+ * that let it load allows them, and none is a cancellation point. */
+static _Atomic int inherited = -1;
+
+static int read_inherited(void)
 {
-	char buf[4096];
-	if (ef_proc_read("status", buf, sizeof(buf)) < 0)
-		return -1;
-	char *p = strstr(buf, "Seccomp:");
-	if (!p)
-		return -1;
-	for (p += 8; *p == ' ' || *p == '\t'; p++)
-		;
-	return *p >= '0' && *p <= '9' ? *p - '0' : -1;
-}
+	struct ef_seccomp_scan scan;
+	char buf[512];
+	long n;
 
-/* A filter the child installs before it probes (ef_seccomp_set); NULL: none. */
-struct new_filter {
-	int via_prctl;
-	unsigned long flags;
-	void *prog;
-};
-
-#define CHILD_NOT_INSTALLED 255 /* the child's own install failed: so will the program's */
-
-/* The child ends with a plain exit system call: _exit() is noreturn, before
- * which AddressSanitizer checks the stack, and warns about this one. */
-static int child_exit(int code)
-{
-	ef_real_syscall()(SYS_exit, code);
-	return code;
-}
-
-static int probe_child(void *arg)
-{
-	const struct new_filter *f = arg;
-
-	/* The child has its own copy of the signal handlers: a filter that traps
-	 * (SIGSYS) must end the child, not run the program's handler in memory
-	 * the child shares with it. */
-	signal(SIGSYS, SIG_DFL);
-	if (f) {
-		long r = f->via_prctl
-				 ? ef_real_prctl()(PR_SET_SECCOMP, SECCOMP_MODE_FILTER_, f->prog, 0, 0)
-				 : ef_real_syscall()(SYS_seccomp, SECCOMP_SET_MODE_FILTER_, f->flags, f->prog);
-		if (r < 0)
-			return child_exit(CHILD_NOT_INSTALLED);
+	ef_seccomp_scan_init(&scan);
+	long fd = ef_real_syscall()(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* no /proc: it cannot tell, so assume one */
+	while (scan.mode < 0 && (n = ef_real_syscall()(SYS_read, fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		ef_seccomp_scan_feed(&scan, buf, (size_t)n);
 	}
-	return child_exit(probe_answer());
+	ef_real_syscall()(SYS_close, fd);
+	return scan.mode != 0;
 }
 
-/* The probe runs in a short-lived child that shares our memory (CLONE_VM |
- * CLONE_VFORK) and sends no SIGCHLD, so a filter that kills on unknown system
- * calls kills only the child. Returns 0 or the reason. The caller holds
- * pw2_state at EF_PW2_PROBING: one child at a time uses the stack. */
-static int probe_in_child_with(struct new_filter *f)
+int ef_seccomp_inherited(void)
 {
-	static char stack[16384] __attribute__((aligned(16)));
-	int status;
-
-	pid_t pid = clone(probe_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK, f);
-	if (pid < 0)
-		return errno;
-	while (waitpid(pid, &status, __WALL) < 0)
-		if (errno != EINTR)
-			return ECHILD;
-	if (WIFSIGNALED(status))
-		return -WTERMSIG(status);
-	return WEXITSTATUS(status);
+	int v = atomic_load_explicit(&inherited, memory_order_acquire);
+	if (v < 0) { /* racing readers find the same answer */
+		int saved = errno;
+		v = read_inherited();
+		errno = saved;
+		atomic_store_explicit(&inherited, v, memory_order_release);
+	}
+	return v;
 }
 
-static int probe_in_child(void)
+int ef_pwait2_probe(void)
 {
-	return probe_in_child_with(NULL);
+	return probe_answer();
 }
 
-/* A filter installed later is learned of where it is installed
- * (ef_seccomp_set), so a use asks the kernel nothing. */
-EF_WAIT_PATH int ef_pwait2_usable(void)
+/* A filter the program installs is read before it is in force
+ * (ef_seccomp_set), so a use asks the kernel nothing. The probe is a raw
+ * system call, no cancellation point: nothing stays "probing" for a thread
+ * that leaves, and a caller that finds it under way passes its call through. */
+EF_WAIT_PATH int ef_pwait2_usable(int trust)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
 	if (s == EF_PW2_OK)
@@ -213,7 +182,7 @@ EF_WAIT_PATH int ef_pwait2_usable(void)
 		return 0;
 
 	int saved = errno;
-	int why = seccomp_mode() == 0 ? probe_answer() : probe_in_child();
+	int why = ef_seccomp_inherited() && !trust ? EF_WHY_UNKNOWN_FILTER : probe_answer();
 	errno = saved;
 	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
 	atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
@@ -246,45 +215,42 @@ void ef_pwait2_live(uint64_t *state_addr, uint64_t *why_addr)
 	*why_addr = (uint64_t)(uintptr_t)&pw2_why;
 }
 
-long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog)
+long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog,
+		    int64_t slack_ns)
 {
 	int filter = via_prctl ? op == SECCOMP_MODE_FILTER_ : op == SECCOMP_SET_MODE_FILTER_;
 	int strict = via_prctl ? op == SECCOMP_MODE_STRICT_ : op == SECCOMP_SET_MODE_STRICT_;
-	long r;
 
 	/* Not a request to filter, or one the kernel refuses (libseccomp asks
 	 * with no program, to learn what the kernel supports): it answers. */
 	if ((!filter && !strict) || (filter && !prog))
 		return via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
 				 : ef_real_syscall()(SYS_seccomp, op, flags, prog);
-	/* Take the probe for this thread: others pass through meanwhile. */
-	int s;
-	for (;;) {
-		s = atomic_load_explicit(&pw2_state, memory_order_acquire);
-		if (s != EF_PW2_PROBING &&
-		    atomic_compare_exchange_weak(&pw2_state, &s, EF_PW2_PROBING))
-			break;
-		sched_yield();
-	}
 	int saved = errno;
-	int why = 0;
-	if (s != EF_PW2_NO && filter) {
-		struct new_filter f = { via_prctl, flags & ~FLAGS_NOT_IN_CHILD, prog };
-		why = probe_in_child_with(&f);
-		if (why == CHILD_NOT_INSTALLED) /* the program's request fails alike */
-			why = 0;
-	} else if (strict) {
-		why = EPERM; /* strict mode allows read, write, exit and sigreturn */
-	}
+	ef_seccomp_inherited(); /* what was in force before this one */
+	/* Strict mode allows read, write, exit and sigreturn only. */
+	int why = EPERM;
+	unsigned deny = strict ? EF_DENY_ALL : ef_sandbox_verdict(prog, slack_ns, &why);
+	/* Denied before the filter is in force, so no thread of ours races past it. */
+	unsigned before = ef_sandbox_deny(deny);
+	int state = atomic_load_explicit(&pw2_state, memory_order_acquire);
+	int state_why = atomic_load_explicit(&pw2_why, memory_order_relaxed);
+	if (deny & EF_DENY_PWAIT2)
+		ef_pwait2_refused(why);
 	errno = saved;
-	r = via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
-		      : ef_real_syscall()(SYS_seccomp, op, flags, prog);
+	long r = via_prctl ? ef_real_prctl()(PR_SET_SECCOMP, op, prog, 0, 0)
+			   : ef_real_syscall()(SYS_seccomp, op, flags, prog);
 	saved = errno;
-	if (r >= 0 && why) { /* in force now: epoll_pwait2 is not ours to use */
-		atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
-		s = EF_PW2_NO;
+	/* With TSYNC a positive result names the thread that kept it from being
+	 * installed; with NEW_LISTENER it is the listener's fd. */
+	int installed = (flags & FLAG_TSYNC) && !(flags & FLAG_TSYNC_ESRCH) ? r == 0 : r >= 0;
+	if (!installed && deny) { /* nothing changed: as it was (a racing install may lose a bit) */
+		ef_sandbox_undeny(before);
+		if ((deny & EF_DENY_PWAIT2) && state != EF_PW2_PROBING) {
+			atomic_store_explicit(&pw2_why, state_why, memory_order_relaxed);
+			atomic_store_explicit(&pw2_state, state, memory_order_release);
+		}
 	}
-	atomic_store_explicit(&pw2_state, s, memory_order_release);
 	errno = saved;
 	return r;
 }

@@ -80,19 +80,28 @@ EF_REAL_FUNCS(EF_REAL_READY)
 enum ef_pwait2_state { EF_PW2_UNKNOWN, EF_PW2_PROBING, EF_PW2_OK, EF_PW2_NO };
 
 /* Probes once, on the first call that needs it; 1 when epoll_pwait2 may be used.
- * While another thread is probing it answers 0: that call simply passes through. */
-int ef_pwait2_usable(void);
+ * While another thread is probing it answers 0: that call simply passes through.
+ * Under a filter that was in force at start (its content unknown) it is never
+ * called, unless trust (EPOLLFIX_SECCOMP=trust). */
+int ef_pwait2_usable(int trust);
+/* The probe's system call, here and now: 0 when the kernel has epoll_pwait2,
+ * else the errno it gave. For the command, which makes it in a child. */
+int ef_pwait2_probe(void);
+/* 1 when a seccomp filter was in force before the program could install one
+ * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
+int ef_seccomp_inherited(void);
 /* In a fork child: a probe another thread had under way starts again. */
 void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */
 void ef_pwait2_refused(int err);
 /* The program asks for a seccomp mode, through prctl(PR_SET_SECCOMP, mode, prog)
  * (via_prctl) or seccomp(2) (op, flags, prog as seccomp(2) takes them); the
- * interposed prctl() and syscall() send it here. A new filter is first
- * installed in a short-lived child, which then tries epoll_pwait2, so whether
- * the process may use it is known before the filter is in force. Returns the
- * request's result, errno as the request left it. */
-long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog);
+ * interposed prctl() and syscall() send it here. A new filter is read first
+ * (ef_sandbox_verdict, with the slack the library sets), and the calls it
+ * would not allow are given up before it is in force. Returns the request's
+ * result, errno as the request left it. */
+long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *prog,
+		    int64_t slack_ns);
 /* For the report: state, and the errno (or -signal) that made it unusable. */
 enum ef_pwait2_state ef_pwait2_state(int *why);
 

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sandbox.h"
+
 struct ef_buf *ef_policy_line(const struct ef_config *c, struct ef_buf *out)
 {
 	for (size_t i = 0; i < ef_nvars; i++) {
@@ -18,6 +20,11 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 {
 	if (why < 0)
 		return ef_fmt(out, "a probe was killed by signal %d", -why);
+	if (why == EF_WHY_UNKNOWN_FILTER)
+		return ef_fmt(out, "a seccomp filter of unknown content was in force at start; "
+				   "EPOLLFIX_SECCOMP=trust uses epoll_pwait2 under it");
+	if (why == EF_WHY_FILTER_DENIES)
+		return ef_fmt(out, "a seccomp filter the program installed would kill or trap it");
 	return ef_fmt(out, "%s",
 		      why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
 		      : why == EPERM ? "EPERM: refused by a seccomp filter"

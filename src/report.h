@@ -14,7 +14,8 @@ struct ef_buf *ef_policy_line(const struct ef_config *c, struct ef_buf *out);
 
 /* Why epoll_pwait2 is not used, from ef_pwait2_state()'s why: "ENOSYS: kernel
  * before 5.11 or a filter", "EPERM: refused by a seccomp filter", "a probe was
- * killed by signal 31", or strerror's text. */
+ * killed by signal 31" (the command's probe, made in a child), the sandbox's
+ * reasons (sandbox.h), or strerror's text. */
 struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out);
 
 /* The report's line: "available", "unavailable (<why>)" or "not probed (no

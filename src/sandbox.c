@@ -1,0 +1,238 @@
+/* Reading seccomp filters before they are in force (sandbox.h). */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+/* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>,
+ * <linux/filter.h> or <linux/audit.h>, and these values never change. */
+struct insn {
+	uint16_t code;
+	uint8_t jt, jf;
+	uint32_t k;
+};
+struct fprog {
+	unsigned short len;
+	const struct insn *filter;
+};
+struct seccomp_data_ {
+	int32_t nr;
+	uint32_t arch;
+	uint64_t instruction_pointer;
+	uint64_t args[6];
+};
+#define MAX_INSNS 4096 /* BPF_MAXINSNS: the kernel refuses longer programs */
+#define RET_ACTION 0xffff0000u
+#define RET_DATA 0x0000ffffu
+#define RET_ALLOW 0x7fff0000u
+#define RET_LOG 0x7ffc0000u
+#define RET_ERRNO 0x00050000u
+#define RET_KILL 0x80000000u /* what a program that cannot be run counts as */
+
+#if defined(__x86_64__) && defined(__ILP32__)
+#define AUDIT_ARCH 0xc000003eu
+#define NR_BIAS 0x40000000 /* x32 */
+#elif defined(__x86_64__)
+#define AUDIT_ARCH 0xc000003eu
+#elif defined(__i386__)
+#define AUDIT_ARCH 0x40000003u
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define AUDIT_ARCH 0xc00000b7u
+#elif defined(__arm__) && !defined(__ARMEB__)
+#define AUDIT_ARCH 0x40000028u
+#elif defined(__riscv) && __riscv_xlen == 64
+#define AUDIT_ARCH 0xc00000f3u
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define AUDIT_ARCH 0xc0000015u
+#elif defined(__s390x__)
+#define AUDIT_ARCH 0x80000016u
+#else
+#define AUDIT_ARCH 0u /* unknown here: no filter can be read, every one denies */
+#endif
+#ifndef NR_BIAS
+#define NR_BIAS 0
+#endif
+#define NR_EPOLL_PWAIT2 441 /* the same number on every architecture */
+
+/* Runs prog on d as the kernel would, to its return value; a program the
+ * kernel would refuse, or that this reading cannot follow, returns RET_KILL.
+ * Jumps only go forward, so it ends within len steps. */
+static uint32_t run(const struct insn *prog, unsigned len, const struct seccomp_data_ *d)
+{
+	uint32_t a = 0, x = 0, mem[16] = { 0 };
+	unsigned char data[sizeof(*d)];
+
+	memcpy(data, d, sizeof(data));
+	for (unsigned pc = 0; pc < len; pc++) {
+		const struct insn *i = &prog[pc];
+		uint32_t k = i->k, src = i->code & 0x08 ? x : k;
+		switch (i->code & 0x07) {
+		case 0x00: /* LD */
+		case 0x01: /* LDX */ {
+			uint32_t v;
+			switch (i->code & 0xf8) {
+			case 0x00: /* LD|W|IMM, LDX|W|IMM */
+				v = k;
+				break;
+			case 0x20: /* LD|W|ABS: a word of seccomp_data */
+				if ((i->code & 0x07) != 0 || k % 4 || k > sizeof(data) - 4)
+					return RET_KILL;
+				memcpy(&v, data + k, 4);
+				break;
+			case 0x60: /* W|MEM */
+				if (k >= 16)
+					return RET_KILL;
+				v = mem[k];
+				break;
+			case 0x80: /* W|LEN */
+				v = sizeof(data);
+				break;
+			default:
+				return RET_KILL;
+			}
+			if (i->code & 0x07)
+				x = v;
+			else
+				a = v;
+			break;
+		}
+		case 0x02: /* ST */
+		case 0x03: /* STX */
+			if (k >= 16 || (i->code & 0xf8))
+				return RET_KILL;
+			mem[k] = (i->code & 0x07) == 0x02 ? a : x;
+			break;
+		case 0x04: /* ALU */
+			switch (i->code & 0xf0) {
+			case 0x00: a += src; break;
+			case 0x10: a -= src; break;
+			case 0x20: a *= src; break;
+			case 0x30: if (!src) return RET_KILL; a /= src; break;
+			case 0x40: a |= src; break;
+			case 0x50: a &= src; break;
+			case 0x60: a = src < 32 ? a << src : 0; break;
+			case 0x70: a = src < 32 ? a >> src : 0; break;
+			case 0x80: a = -a; break;
+			case 0x90: if (!src) return RET_KILL; a %= src; break;
+			case 0xa0: a ^= src; break;
+			default: return RET_KILL;
+			}
+			break;
+		case 0x05: { /* JMP */
+			unsigned op = i->code & 0xf0, to;
+			if (op == 0x00) { /* JA */
+				if (k >= len - pc - 1)
+					return RET_KILL;
+				pc += k;
+				break;
+			}
+			int take = op == 0x10 ? a == src
+				   : op == 0x20 ? a > src
+				   : op == 0x30 ? a >= src
+				   : op == 0x40 ? (a & src) != 0
+						: -1;
+			if (take < 0)
+				return RET_KILL;
+			to = take ? i->jt : i->jf;
+			if (to >= len - pc - 1)
+				return RET_KILL;
+			pc += to;
+			break;
+		}
+		case 0x06: /* RET */
+			return (i->code & 0x18) == 0x10 ? a : (i->code & 0x18) == 0 ? k : RET_KILL;
+		case 0x07: /* MISC: TAX, TXA */
+			if ((i->code & 0xf8) == 0x00)
+				x = a;
+			else if ((i->code & 0xf8) == 0x80)
+				a = x;
+			else
+				return RET_KILL;
+			break;
+		}
+	}
+	return RET_KILL; /* fell off the end: the kernel refuses such a program */
+}
+
+static int allowed(uint32_t ret)
+{
+	uint32_t action = ret & RET_ACTION;
+	return action == RET_ALLOW || action == RET_LOG;
+}
+
+static uint32_t run_call(const struct fprog *p, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
+			 uint64_t a3, uint64_t a4, uint64_t a5)
+{
+	const struct seccomp_data_ d = { .nr = (int32_t)(nr | NR_BIAS),
+					 .arch = AUDIT_ARCH,
+					 .args = { a0, a1, a2, a3, a4, a5 } };
+	return run(p->filter, p->len, &d);
+}
+
+unsigned ef_sandbox_verdict(const void *prog, int64_t slack_ns, int *why)
+{
+	const struct fprog *p = prog;
+
+	*why = EF_WHY_FILTER_DENIES;
+	if (!AUDIT_ARCH || !p->filter || p->len == 0 || p->len > MAX_INSNS)
+		return EF_DENY_ALL;
+	/* Arguments as the library passes them (pointers stand for any). */
+	uint32_t pw2 = run_call(p, NR_EPOLL_PWAIT2, 3, 0x1000, 64, 0x2000, 0, 8);
+	unsigned denied = 0;
+	if (!allowed(pw2)) {
+		denied |= EF_DENY_PWAIT2;
+		if ((pw2 & RET_ACTION) == RET_ERRNO && (pw2 & RET_DATA))
+			*why = (int)(pw2 & RET_DATA);
+	}
+	uint64_t slack = slack_ns > 0 ? (uint64_t)slack_ns : 1000;
+	if (!allowed(run_call(p, SYS_prctl, PR_SET_TIMERSLACK, slack, 0, 0, 0, 0)) ||
+	    !allowed(run_call(p, SYS_prctl, PR_SET_TIMERSLACK, 50000, 0, 0, 0, 0)) ||
+	    !allowed(run_call(p, SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0, 0)))
+		denied |= EF_DENY_SLACK;
+	return denied;
+}
+
+static _Atomic unsigned denied_mask;
+
+unsigned ef_sandbox_denied(void)
+{
+	return atomic_load_explicit(&denied_mask, memory_order_acquire);
+}
+
+unsigned ef_sandbox_deny(unsigned bits)
+{
+	return atomic_fetch_or_explicit(&denied_mask, bits, memory_order_acq_rel);
+}
+
+void ef_sandbox_undeny(unsigned before)
+{
+	atomic_store_explicit(&denied_mask, before, memory_order_release);
+}
+
+void ef_seccomp_scan_init(struct ef_seccomp_scan *s)
+{
+	s->matched = 0;
+	s->mode = -1;
+}
+
+void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t len)
+{
+	static const char key[] = "\nSeccomp:";
+	const unsigned keylen = sizeof(key) - 1;
+
+	for (size_t i = 0; i < len && s->mode < 0; i++) {
+		char c = text[i];
+		if (s->matched == keylen) { /* blanks, then the mode's digit */
+			if (c == ' ' || c == '\t')
+				continue;
+			s->mode = c >= '0' && c <= '9' ? c - '0' : 9;
+		} else if (c == key[s->matched]) {
+			s->matched++;
+		} else {
+			s->matched = c == '\n';
+		}
+	}
+}

@@ -1,0 +1,52 @@
+/* What a seccomp sandbox lets the library do. The library makes three calls a
+ * filter may refuse or kill on: epoll_pwait2, and prctl to set and read timer
+ * slack. It makes none of them unless it knows they are allowed:
+ *  - a filter in force when the process started (installed by its launcher) is
+ *    of unknown content: then none of the three is made, unless the operator
+ *    trusts it (EPOLLFIX_SECCOMP=trust);
+ *  - a filter the program installs through prctl() or syscall() (interposed,
+ *    src/interpose.c) is read before it is passed on: a small classic-BPF
+ *    interpreter runs it on each of the library's calls, and any verdict but
+ *    ALLOW or LOG denies that call for the process from then on.
+ * No child process, no probe that a filter could kill, no waiting. */
+#ifndef EPOLLFIX_SANDBOX_H
+#define EPOLLFIX_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library's calls, as bits of a denied mask. */
+enum {
+	EF_DENY_PWAIT2 = 1, /* epoll_pwait2 */
+	EF_DENY_SLACK = 2,  /* prctl(PR_SET_TIMERSLACK) and prctl(PR_GET_TIMERSLACK) */
+	EF_DENY_ALL = 3,
+};
+
+/* Why epoll_pwait2 is not used, beside the errno values a kernel or filter
+ * answers (ef_pwait2_state's why; report.c names them). */
+#define EF_WHY_UNKNOWN_FILTER 10001 /* a filter was in force at start */
+#define EF_WHY_FILTER_DENIES 10002  /* a filter the program installed would kill or trap it */
+
+/* Finds "Seccomp:\t<mode>" in /proc/self/status fed in chunks of any size,
+ * so no line, however long (Groups:), can push it out of a buffer. */
+struct ef_seccomp_scan {
+	unsigned matched; /* characters of "\nSeccomp:" seen so far */
+	int mode;         /* -1 until its digit is seen */
+};
+void ef_seccomp_scan_init(struct ef_seccomp_scan *s);
+void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t len);
+
+/* The bits of the library's calls that the classic-BPF program prog (a
+ * struct sock_fprog *, as prctl and seccomp take it) would not allow, and in
+ * *why the reason for epoll_pwait2 (its ERRNO value, or EF_WHY_FILTER_DENIES).
+ * A program it cannot read whole or run to a verdict denies everything.
+ * slack_ns: the value the library sets. Pure but for reading prog. */
+unsigned ef_sandbox_verdict(const void *prog, int64_t slack_ns, int *why);
+
+/* The denied bits so far, and adding some (never removed, but by
+ * ef_sandbox_undeny when the program's own install failed). */
+unsigned ef_sandbox_denied(void);
+unsigned ef_sandbox_deny(unsigned bits);
+void ef_sandbox_undeny(unsigned before);
+
+#endif

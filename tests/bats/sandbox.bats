@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# Seccomp sandboxes never kill the host for the library: a filter that kills
+# on prctl, on new processes, on exit or on epoll_pwait2, installed by the
+# program or by its launcher before exec, leaves the program running as it
+# runs without the library. (tests/progs/sandbox.c builds the filters.)
+
+load helpers
+
+SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
+
+@test "sandbox: a filter the program installs that kills prctl: the waits are still upgraded, without touching slack" {
+	run preload "$EPOLLFIX_PROGS/ef-sandbox" kill-prctl loop 100
+	assert_success
+	assert_upgraded
+	run preload "$EPOLLFIX_PROGS/ef-sandbox" kill-prctl loop 100 seccomp
+	assert_success
+	assert_upgraded
+}
+
+@test "sandbox: a filter that kills new processes, installed by the program or its launcher, kills nothing" {
+	run preload "$EPOLLFIX_PROGS/ef-sandbox" kill-fork loop 100
+	assert_success
+	assert_upgraded
+	run --separate-stderr SB kill-fork exec env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 \
+		"$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_rounded
+	grep -q 'epoll_pwait2: unavailable (a seccomp filter of unknown content was in force at start; EPOLLFIX_SECCOMP=trust' <<<"$stderr" ||
+		fail "the report does not say why: $stderr"
+}
+
+@test "sandbox: a launcher's filter of unknown content is left alone, whatever it would do to epoll_pwait2 or prctl" {
+	for rules in kill-pwait2 kill-prctl kill-pwait2,kill-prctl,kill-fork; do
+		run SB "$rules" exec env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 40
+		assert_success
+		assert_rounded
+		run SB "$rules" exec env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-events" --count 300
+		assert_success
+	done
+}
+
+@test "sandbox: EPOLLFIX_SECCOMP=trust upgrades under a launcher's filter that allows epoll_pwait2 and prctl" {
+	run SB kill-fork exec env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_SECCOMP=trust "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_upgraded
+}
+
+@test "sandbox: a filter that kills exit but allows exit_group makes no false 'unusable' (there is no probe child)" {
+	run SB kill-exit exec env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_SECCOMP=trust "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_upgraded
+}
+
+@test "sandbox: a thread cancelled at its first wait leaves nothing half done: a later filter installs at once, upgrades go on" {
+	# Before, the probe's open/read/waitpid were cancellation points: the
+	# state stayed "probing", and the next seccomp request spun for ever.
+	run timeout 30 env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sandbox" allow loop 100 cancel-first
+	assert_success
+	assert_upgraded
+}
+
+@test "sandbox: a TSYNC install that fails (another thread has its own filter) changes nothing" {
+	run preload "$EPOLLFIX_PROGS/ef-sandbox" kill-pwait2 loop 100 tsync-fail
+	assert_success
+	[ "$(field tsync_result)" -gt 0 ] || fail "the install did not fail: $output"
+	assert_upgraded
+}
+
+@test "sandbox: a filter answering epoll_pwait2 with EINVAL costs one failed call, not one per wait" {
+	command -v strace >/dev/null || skip "no strace"
+	# Under the program's own filter it is read first: no failed call at all.
+	run strace -f -qq -c -e trace=epoll_pwait2 env LD_PRELOAD="$EPOLLFIX_LIB" \
+		"$EPOLLFIX_PROGS/ef-sandbox" einval-pwait2 loop 50
+	assert_success
+	calls=$(awk '$NF == "epoll_pwait2" {print $4}' <<<"$output")
+	[ "${calls:-0}" -le 1 ] || fail "$calls epoll_pwait2 calls: $output"
+	# Under a launcher's, trusted: the probe, and the first wait that fails.
+	run strace -f -qq -c -e trace=epoll_pwait2 "$EPOLLFIX_PROGS/ef-sandbox" einval-pwait2 exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_SECCOMP=trust "$EPOLLFIX_PROGS/ef-sleep" --count 50
+	assert_success
+	calls=$(awk '$NF == "epoll_pwait2" {print $4}' <<<"$output")
+	[ -n "$calls" ] && [ "$calls" -le 2 ] || fail "${calls:-no} epoll_pwait2 calls: $output"
+}
+
+@test "sandbox: /proc/self/status is read whole: a long Groups line does not hide Seccomp" {
+	[ "$(id -u)" = 0 ] || skip "setting 2000 groups needs root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	groups=$(seq -s, 1000 3000)
+	run --separate-stderr setpriv --groups "$groups" env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 \
+		"$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_upgraded
+	grep -q 'epoll_pwait2: available' <<<"$stderr" || fail "$stderr"
+	# And a filter after that line is still seen.
+	run --separate-stderr setpriv --groups "$groups" "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	grep -q 'unknown content was in force at start' <<<"$stderr" || fail "$stderr"
+}

@@ -1,0 +1,134 @@
+/* Seccomp filters read before they are in force: the classic-BPF reading must
+ * give the kernel's verdict, and deny everything it cannot follow. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "sandbox.h"
+#include "seccomp_filter.h"
+
+#define JSET_K 0x45
+
+struct prog {
+	struct ef_sock_filter f[32];
+	unsigned n;
+};
+
+static void op(struct prog *p, uint16_t code, uint8_t jt, uint8_t jf, uint32_t k)
+{
+	p->f[p->n++] = (struct ef_sock_filter){ code, jt, jf, k };
+}
+
+/* arch check, then nr == NR gets ACTION, everything else ALLOW. */
+static struct prog on(long nr, uint32_t action)
+{
+	struct prog p = { .n = 0 };
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 4);
+	op(&p, EF_BPF_JEQ_K, 1, 0, EF_AUDIT_ARCH);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_KILL_PROCESS);
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 0);
+	op(&p, EF_BPF_JEQ_K, 0, 1, (uint32_t)nr);
+	op(&p, EF_BPF_RET_K, 0, 0, action);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	return p;
+}
+
+static unsigned verdict(struct prog *p, int *why)
+{
+	struct ef_sock_fprog fp = { (unsigned short)p->n, p->f };
+	return ef_sandbox_verdict(&fp, 1000, why);
+}
+
+Test(sandbox, an_allow_list_that_names_the_calls_denies_nothing)
+{
+	struct prog p = on(SYS_getpid, EF_RET_KILL_PROCESS);
+	int why;
+	cr_assert_eq(verdict(&p, &why), 0);
+}
+
+Test(sandbox, each_call_is_denied_by_the_action_on_it)
+{
+	int why;
+	struct prog p = on(441, EF_RET_KILL_PROCESS);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_PWAIT2);
+	cr_assert_eq(why, EF_WHY_FILTER_DENIES);
+	p = on(441, EF_RET_ERRNO | EINVAL);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_PWAIT2, "an errno answer costs a failed call: denied");
+	cr_assert_eq(why, EINVAL);
+	p = on(SYS_prctl, EF_RET_KILL_PROCESS);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_SLACK);
+	p = on(SYS_prctl, 0x7ffc0000u /* LOG */);
+	cr_assert_eq(verdict(&p, &why), 0, "LOG allows");
+}
+
+Test(sandbox, arguments_are_read_prctl_options_apart)
+{
+	/* prctl(PR_SET_TIMERSLACK) killed, every other prctl allowed. */
+	struct prog p = { .n = 0 };
+	int why;
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 0);
+	op(&p, EF_BPF_JEQ_K, 0, 3, SYS_prctl);
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 16); /* args[0] */
+	op(&p, EF_BPF_JEQ_K, 0, 1, 29 /* PR_SET_TIMERSLACK */);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_KILL_PROCESS);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_SLACK);
+	/* JSET on an argument: the kill-fork filter's shape, denies nothing here. */
+	p.n = 0;
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 0);
+	op(&p, EF_BPF_JEQ_K, 0, 4, SYS_clone);
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 16);
+	op(&p, JSET_K, 0, 1, 0x10000);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_KILL_PROCESS);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), 0);
+}
+
+Test(sandbox, what_it_cannot_follow_denies_everything)
+{
+	int why;
+	struct prog p = { .n = 0 };
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "empty");
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 0);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "falls off the end");
+	p.n = 0;
+	op(&p, EF_BPF_LD_W_ABS, 0, 0, 62); /* past seccomp_data's last word */
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "a load out of range");
+	p.n = 0;
+	op(&p, EF_BPF_JEQ_K, 5, 5, 0); /* jumps past the end */
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "a jump out of the program");
+	p.n = 0;
+	op(&p, 0x34 /* ALU|DIV|K */, 0, 0, 0);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "division by zero");
+	p.n = 0;
+	op(&p, 0xff, 0, 0, 0);
+	op(&p, EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "an unknown instruction");
+}
+
+Test(sandbox, seccomp_is_found_in_status_read_in_any_chunks)
+{
+	char text[20000];
+	struct ef_seccomp_scan s;
+	size_t n = (size_t)snprintf(text, sizeof(text), "Name:\tx\nGroups:\t");
+	while (n < 15000)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%zu ", n);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n");
+	for (size_t chunk = 1; chunk <= 512; chunk *= 2) {
+		ef_seccomp_scan_init(&s);
+		for (size_t i = 0; i < n; i += chunk)
+			ef_seccomp_scan_feed(&s, text + i, i + chunk < n ? chunk : n - i);
+		cr_assert_eq(s.mode, 2, "chunks of %zu", chunk);
+	}
+	ef_seccomp_scan_init(&s);
+	ef_seccomp_scan_feed(&s, "Name:\tx\nSeccomp:\t0\n", 19);
+	cr_assert_eq(s.mode, 0);
+	ef_seccomp_scan_init(&s);
+	ef_seccomp_scan_feed(&s, "Name:\tx\nXSeccomp:\t2\n", 20);
+	cr_assert_eq(s.mode, -1, "only a whole field name counts");
+}
