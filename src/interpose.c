@@ -570,6 +570,15 @@ static long seccomp_request(int via_prctl, unsigned long op, unsigned long flags
 	return ef_seccomp_set(via_prctl, op, flags, prog, c ? c->slack_ns : 1000);
 }
 
+#ifdef SYS_fork
+#define SYS_FORK_NR(n) ((n) == SYS_fork || (n) == SYS_vfork)
+#else /* AArch64, RISC-V: only clone */
+#define SYS_FORK_NR(n) 0
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
 /* prctl's requests the library watches; -2 (never a result of prctl): none. */
 #define NOT_WATCHED (-2L)
 
@@ -609,6 +618,10 @@ EXPORT long syscall(long number, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	/* A process or thread made here starts with the program's own slack
+	 * (src/spawn.c). */
+	if (__builtin_expect(number == SYS_clone || number == SYS_clone3 || SYS_FORK_NR(number), 0))
+		ef_interpose_before_fork();
 	if (__builtin_expect(number == SYS_seccomp, 0))
 		return seccomp_request(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
 	if (__builtin_expect(number == SYS_prctl, 0)) {

@@ -82,6 +82,48 @@ static long raw_syscall(long number, ...)
 	return -1;
 }
 
+/* Stand-ins for the process-making calls, which every libc has: were one
+ * missing, the call fails as a kernel without it would. */
+static int raw_posix_spawn(pid_t *pid, const char *path, const void *fa, const void *attr,
+			   char *const argv[], char *const envp[])
+{
+	(void)pid, (void)path, (void)fa, (void)attr, (void)argv, (void)envp;
+	return ENOSYS;
+}
+#define raw_posix_spawnp raw_posix_spawn
+
+static int raw_system(const char *cmd)
+{
+	(void)cmd;
+	errno = ENOSYS;
+	return -1;
+}
+
+static void *raw_popen(const char *cmd, const char *mode)
+{
+	(void)cmd, (void)mode;
+	errno = ENOSYS;
+	return NULL;
+}
+
+static int raw_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	(void)fn, (void)stack, (void)flags, (void)arg;
+	errno = ENOSYS;
+	return -1;
+}
+
+static int raw_pthread_create(void *t, const void *attr, void *(*fn)(void *), void *arg)
+{
+	(void)t, (void)attr, (void)fn, (void)arg;
+	return ENOSYS;
+}
+
+static pid_t raw_vfork(void)
+{
+	return fork();
+}
+
 #define EF_REAL_NAME(name, type) #name,
 static const char *const real_names[] = { EF_REAL_FUNCS(EF_REAL_NAME) };
 #define EF_REAL_RAW(name, type) (void *)raw_##name,

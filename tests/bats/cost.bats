@@ -41,6 +41,20 @@ setup() {
 	assert_output --partial "child_got=$own child_default=$own "
 }
 
+@test "slack: a child made without atfork handlers (system, popen, posix_spawn, vfork, clone) or a new thread starts with the program's slack" {
+	for way in system popen posix_spawn posix_spawnp vfork clone syscall-clone thread; do
+		run "$EPOLLFIX_PROGS/ef-slack" spawn "$way"
+		assert_success
+		own=$(field child)
+		[ "$own" -gt 0 ] || fail "$way without the library: $output"
+		run preload "$EPOLLFIX_PROGS/ef-slack" spawn "$way"
+		assert_success
+		# The wait before it was upgraded: the library's slack was in force.
+		assert_upgraded
+		[ "$(field child)" = "$own" ] || fail "$way: the child got $(field child), not $own: $output"
+	done
+}
+
 @test "seccomp: a kill filter installed after start-up through prctl, syscall(SYS_seccomp) or libseccomp never kills" {
 	local vias=(prctl syscall)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)

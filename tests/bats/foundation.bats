@@ -9,7 +9,7 @@ setup() {
 @test "library exports only the interposed calls and the documented API" {
 	run bash -c "nm -D --defined-only '$EPOLLFIX_LIB' | awk '\$2 ~ /[TW]/ {print \$3}' | grep -v '^_' | sort"
 	assert_success
-	assert_output "$(printf '%s\n' epoll_pwait epoll_wait epollfix_counters epollfix_epoll_wait_ns epollfix_hint_ns epollfix_set epollfix_version prctl syscall)"
+	assert_output "$(printf '%s\n' clone epoll_pwait epoll_wait epollfix_counters epollfix_epoll_wait_ns epollfix_hint_ns epollfix_set epollfix_version popen posix_spawn posix_spawnp prctl pthread_create syscall system vfork)"
 }
 
 @test "C event loop: 50us sleep takes over 900us without the library" {

@@ -10,13 +10,23 @@
  *   ef-slack fork      one epoll_wait(1), then fork(): the child reads the slack
  *                      it got, resets it to its default (PR_SET_TIMERSLACK 0)
  *                      and reads that
+ *   ef-slack spawn WAY one epoll_wait(1), then a child made another way (system,
+ *                      popen, posix_spawn, posix_spawnp, vfork, clone,
+ *                      syscall-clone, thread), none of which runs atfork
+ *                      handlers: it reports the slack it got (child=)
  *
  * Prints name=value pairs (slack in ns) and median_us of the 1 ms waits.
  * Runs in the main thread: /proc/self/timerslack_ns is the main thread's. */
 #include "clock.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include <sys/epoll.h>
 #include <sys/wait.h>
@@ -35,6 +45,110 @@ static long proc_slack(void)
 }
 
 static int ep;
+
+extern char **environ;
+
+/* A number read from fd, to its end. */
+static long read_number(int fd)
+{
+	char buf[32];
+	ssize_t n = 0, r;
+	while ((r = read(fd, buf + n, sizeof(buf) - 1 - (size_t)n)) > 0)
+		n += r;
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? atol(buf) : -1;
+}
+
+static int report_fd;
+
+static int write_own_slack(void *arg)
+{
+	(void)arg;
+	dprintf(report_fd, "%ld", proc_slack());
+	return 0;
+}
+
+/* A new thread's slack (no /proc file of its own): the library's prctl
+ * answers the kernel's value in a thread that has made no wait. */
+static void *thread_slack(void *arg)
+{
+	*(long *)arg = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+	return NULL;
+}
+
+/* The slack a child made by `way` starts with, or -1. */
+static long child_slack(const char *way)
+{
+	static char *cat[] = { "cat", "/proc/self/timerslack_ns", NULL };
+	int p[2];
+	long v = -1;
+	pid_t pid = -1;
+
+	if (pipe(p))
+		return -1;
+	report_fd = p[1];
+	fflush(stdout);
+	if (!strcmp(way, "system")) {
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "cat /proc/self/timerslack_ns >&%d", p[1]);
+		if (system(cmd) != 0)
+			return -1;
+	} else if (!strcmp(way, "popen")) {
+		FILE *f = popen("cat /proc/self/timerslack_ns", "r");
+		if (!f || fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		if (f)
+			pclose(f);
+		close(p[0]);
+		close(p[1]);
+		return v;
+	} else if (!strncmp(way, "posix_spawn", 11)) {
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+		int r = !strcmp(way, "posix_spawnp")
+				? posix_spawnp(&pid, "cat", &fa, NULL, cat, environ)
+				: posix_spawn(&pid, "/bin/cat", &fa, NULL, cat, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (r)
+			return -1;
+	} else if (!strcmp(way, "vfork")) {
+		pid = vfork();
+		if (pid == 0) {
+			char *args[] = { "sh", "-c", "cat /proc/self/timerslack_ns >&\"$0\"", NULL, NULL };
+			char fd[16];
+			snprintf(fd, sizeof(fd), "%d", p[1]);
+			args[3] = fd;
+			execv("/bin/sh", args);
+			_exit(127);
+		}
+	} else if (!strcmp(way, "clone")) {
+		static char stack[65536] __attribute__((aligned(16)));
+		pid = clone(write_own_slack, stack + sizeof(stack), SIGCHLD, NULL);
+	} else if (!strcmp(way, "syscall-clone")) {
+		pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0L, 0L, 0L, 0L);
+		if (pid == 0) {
+			write_own_slack(NULL);
+			_exit(0);
+		}
+	} else if (!strcmp(way, "thread")) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, thread_slack, &v) == 0)
+			pthread_join(t, NULL);
+		close(p[0]);
+		close(p[1]);
+		return v;
+	} else {
+		fprintf(stderr, "ef-slack: '%s' is not a way to make a child\n", way);
+		exit(2);
+	}
+	close(p[1]);
+	v = read_number(p[0]);
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return v;
+}
 
 /* One call site for every 1 ms wait, so they form one run. */
 static __attribute__((noinline)) int64_t wait_1ms(void)
@@ -63,8 +177,8 @@ int main(int argc, char **argv)
 	int64_t ns[10];
 	size_t n = 0;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: ef-slack own|restore|fork\n");
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "spawn"))) {
+		fprintf(stderr, "usage: ef-slack own|restore|fork|spawn WAY\n");
 		return 2;
 	}
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -109,8 +223,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ef-slack: the child failed\n");
 			return 1;
 		}
+	} else if (!strcmp(argv[1], "spawn")) {
+		/* The children run the system's sh and cat, which a musl build's
+		 * preload would not load into: the library is this program's alone. */
+		unsetenv("LD_PRELOAD");
+		ns[n++] = wait_1ms();
+		printf("child=%ld ", child_slack(argv[2]));
 	} else {
-		fprintf(stderr, "ef-slack: '%s' is not own, restore or fork\n", argv[1]);
+		fprintf(stderr, "ef-slack: '%s' is not own, restore, fork or spawn\n", argv[1]);
 		return 2;
 	}
 	print_summary(ns, n);
