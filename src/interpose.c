@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
@@ -54,11 +55,53 @@ static __thread struct {
 	struct ef_thread policy;
 } tls __attribute__((tls_model("initial-exec"), aligned(64)));
 
+/* Gives a thread's slot back when it ends (ef_interpose_init): without it,
+ * once 255 threads had existed every new one shared the last slot, and took
+ * the slow path for every call. */
+static pthread_key_t slot_key;
+static int slot_key_ready;
+
+static void thread_gone(void *unused)
+{
+	(void)unused;
+	struct ef_slot *s = tls.slot;
+	/* A call made after this (another destructor's) claims a slot anew. */
+	tls.fast = tls.zfast = NULL;
+	tls.slot = NULL;
+	ef_stats_release(s);
+}
+
+void ef_interpose_init(void)
+{
+	/* glibc allocates the values of keys past its first 32 on a thread's
+	 * first pthread_setspecific, and the wait path never allocates: such a
+	 * key is not used (threads then keep their slots). musl never does. */
+	if (pthread_key_create(&slot_key, thread_gone) == 0)
+#ifdef __GLIBC__
+		slot_key_ready = slot_key < 32;
+#else
+		slot_key_ready = 1;
+#endif
+}
+
+static __attribute__((noinline)) struct ef_slot *claim_slot(void)
+{
+	tls.slot = ef_stats_claim();
+	if (slot_key_ready && !ef_stats_shared(tls.slot))
+		pthread_setspecific(slot_key, &tls);
+	return tls.slot;
+}
+
 static inline struct ef_slot *my_slot(void)
 {
 	if (__builtin_expect(!tls.slot, 0))
-		tls.slot = ef_stats_claim();
+		return claim_slot();
 	return tls.slot;
+}
+
+void ef_interpose_after_fork(void)
+{
+	ef_stats_after_fork(tls.slot);
 }
 
 /* After the slow path: may the thread's next call take the fast path? It calls

@@ -17,7 +17,7 @@ static void after_fork_child(void)
 {
 	ef_state_after_fork();
 	ef_pwait2_after_fork();
-	ef_stats_after_fork();
+	ef_interpose_after_fork();
 }
 
 __attribute__((constructor)) static void epollfix_init(void)
@@ -26,6 +26,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_real_init();
 	ef_recognize_init();
 	ef_live_init();
+	ef_interpose_init();
 	pthread_atfork(ef_interpose_before_fork, NULL, after_fork_child);
 }
 

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "state.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -43,12 +44,18 @@ static void publish_fast(const struct ef_config *c)
 	atomic_store_explicit(&ef_fast_zero_hold, all || c->clamp_ns > 0, memory_order_release);
 }
 
+/* The configuration being published, whole, before any word changes: a fork
+ * child whose parent had a writer mid-update takes it (ef_state_after_fork). */
+static struct ef_config publishing;
+
 static void publish(const struct ef_config *c)
 {
 	int64_t w[NWORDS];
 	uint64_t s = atomic_load_explicit(&seq, memory_order_relaxed);
 
 	memcpy(w, c, sizeof(w));
+	publishing = *c;
+	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	for (size_t i = 0; i < NWORDS; i++)
@@ -133,6 +140,10 @@ static int load_once(void)
 	int expected = UNREAD;
 
 	if (atomic_compare_exchange_strong(&loaded, &expected, READING)) {
+		/* The reading opens files, cancellation points: a thread cancelled
+		 * there would leave it READING for ever, and the library inert. */
+		int cancel;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 		struct ef_config c;
 		static struct ef_origin origin; /* only the command shows it */
 		const char *file;
@@ -149,6 +160,7 @@ static int load_once(void)
 		publish(&c);
 		atomic_flag_clear_explicit(&writer, memory_order_release);
 		atomic_store_explicit(&loaded, READY, memory_order_release);
+		pthread_setcancelstate(cancel, NULL);
 		return 1;
 	}
 	return expected == READY;
@@ -222,9 +234,21 @@ void ef_state_after_fork(void)
 	/* The environment is read again if another thread was reading it. */
 	atomic_compare_exchange_strong(&loaded, &reading, UNREAD);
 	atomic_flag_clear(&writer);
+	/* A writer mid-update leaves words of two configurations: the child
+	 * takes the whole one it was writing, and the fast words that go with
+	 * the words in force (they are written after them). */
 	uint64_t s = atomic_load(&seq);
-	if (s & 1)
+	if (s & 1) {
+		int64_t w[NWORDS];
+		memcpy(w, &publishing, sizeof(w));
+		for (size_t i = 0; i < NWORDS; i++)
+			atomic_store_explicit(&words[i], w[i], memory_order_relaxed);
 		atomic_store(&seq, s + 1);
+	}
+	struct ef_config c;
+	uint64_t at;
+	if (atomic_load(&loaded) == READY && snapshot(&c, &at))
+		publish_fast(&c);
 }
 
 /* Where `epollfix status` finds the published configuration (live.c). */

@@ -113,5 +113,10 @@ void ef_state_live(uint64_t *seq_addr, uint64_t *words_addr, uint32_t *nwords,
 /* Before fork(), in the forking thread: its own timer slack back in force,
  * since the child takes the slack in force as its default (interpose.c). */
 void ef_interpose_before_fork(void);
+/* The constructor's part of interpose.c: a thread's statistics slot is given
+ * back when the thread ends. */
+void ef_interpose_init(void);
+/* In a fork child: the counts start again, and only this thread keeps a slot. */
+void ef_interpose_after_fork(void);
 
 #endif

@@ -20,10 +20,47 @@
 
 struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
 static _Atomic unsigned slots_taken;
+/* Slots given back, a bit each: a claim clears the bit it takes, so no two
+ * threads take one slot, and nothing waits. */
+#define FREE_WORDS ((EF_SLOTS + 63) / 64)
+static _Atomic uint64_t slots_free[FREE_WORDS];
+
+static struct ef_slot *taken(unsigned i)
+{
+	struct ef_slot *s = &ef_stats_slots[i];
+	if (!ef_stats_shared(s)) /* a streak of the thread before is not this one's */
+		atomic_store_explicit(&s->c[EF_K_STREAK_MARK], ef_slot_empty_polls(s),
+				      memory_order_relaxed);
+	ef_stats_add(s, EF_K_THREADS);
+	return s;
+}
+
 struct ef_slot *ef_stats_claim(void)
 {
-	unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
-	return &ef_stats_slots[i < EF_SLOTS - 1 ? i : EF_SLOTS - 1];
+	if (atomic_load_explicit(&slots_taken, memory_order_relaxed) < EF_SLOTS - 1) {
+		unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
+		if (i < EF_SLOTS - 1)
+			return taken(i);
+	}
+	for (unsigned w = 0; w < FREE_WORDS; w++) {
+		uint64_t m = atomic_load_explicit(&slots_free[w], memory_order_acquire);
+		while (m) {
+			uint64_t bit = m & -m;
+			m = atomic_fetch_and_explicit(&slots_free[w], ~bit, memory_order_acq_rel);
+			if (m & bit)
+				return taken(w * 64 + (unsigned)__builtin_ctzll(bit));
+			m &= ~bit;
+		}
+	}
+	return taken(EF_SLOTS - 1);
+}
+
+void ef_stats_release(struct ef_slot *s)
+{
+	if (!s || ef_stats_shared(s))
+		return;
+	unsigned i = (unsigned)(s - ef_stats_slots);
+	atomic_fetch_or_explicit(&slots_free[i / 64], 1ULL << (i % 64), memory_order_release);
 }
 
 void ef_stats_streak_end(struct ef_slot *s)
@@ -49,11 +86,18 @@ void ef_stats_learned(struct ef_slot *s, int learned)
 						      : EF_K_RETRIES);
 }
 
-void ef_stats_after_fork(void)
+void ef_stats_after_fork(struct ef_slot *keep)
 {
 	for (unsigned i = 0; i < EF_SLOTS; i++)
 		for (unsigned k = 0; k < EF_K_COUNT; k++)
 			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
+	/* The other threads are gone with their slots. */
+	unsigned taken_n = atomic_load_explicit(&slots_taken, memory_order_relaxed);
+	for (unsigned i = 0; i < EF_SLOTS - 1; i++)
+		if (i < taken_n && &ef_stats_slots[i] != keep)
+			ef_stats_release(&ef_stats_slots[i]);
+	if (keep)
+		ef_stats_add(keep, EF_K_THREADS);
 }
 
 /* ---- Call sites --------------------------------------------------------------- */

@@ -74,6 +74,7 @@ enum {
 	EF_K_LEARNED_SUBMS,
 	EF_K_RETRIES,
 	EF_K_HINT_STALE, /* hints dropped: the call's timeout did not fit them */
+	EF_K_THREADS,    /* threads that took the slot (the shared one: that shared it) */
 	/* Empty zero-timeout polls, whatever their outcome, by function
 	 * (EF_K_EMPTY + call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is
 	 * never written, it is these less the other outcomes. */
@@ -91,11 +92,16 @@ struct ef_slot {
 	_Atomic uint64_t c[EF_K_COUNT];
 };
 
-/* Threads beyond the first EF_SLOTS - 1 share the last slot, with atomic adds. */
+/* Threads beyond the first EF_SLOTS - 1 alive at once share the last slot, with
+ * atomic adds (and every call of theirs takes the slow path). */
 #define EF_SLOTS 256
 extern struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((visibility("hidden")));
-/* A slot for a new thread, which keeps it in its thread-local state. */
+/* A slot for a new thread, which keeps it in its thread-local state: a fresh
+ * one, or one a thread that ended gave back. */
 struct ef_slot *ef_stats_claim(void);
+/* A thread ends (or a fork child drops another thread's): its slot goes back,
+ * counts and all, for the next thread to add to. */
+void ef_stats_release(struct ef_slot *s);
 
 static inline int ef_stats_shared(const struct ef_slot *s)
 {
@@ -263,6 +269,7 @@ struct ef_totals {
 	uint64_t upgraded, clamped, passed, fell_back, empty_zero, longest_streak;
 	uint64_t genuine, learned_genuine, learned_subms, retries;
 	uint64_t hinted, hint_stale;
+	uint64_t threads, threads_shared; /* threads counted, and of them those that shared a slot */
 	uint64_t late[EF_LATE_BUCKETS], late_ns; /* lateness (EF_K_LATE) */
 };
 
@@ -281,7 +288,8 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 
 /* Writes the report where EPOLLFIX_STATS says, if it asks for one (at exit). */
 void ef_stats_report(void);
-/* In a fork child: counts start again, so each process reports its own calls. */
-void ef_stats_after_fork(void);
+/* In a fork child: counts start again, so each process reports its own calls,
+ * and every slot but keep (the surviving thread's, or NULL) is free. */
+void ef_stats_after_fork(struct ef_slot *keep);
 
 #endif

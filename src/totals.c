@@ -58,6 +58,9 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 		t->learned_subms += c[EF_K_LEARNED_SUBMS];
 		t->retries += c[EF_K_RETRIES];
 		t->hint_stale += c[EF_K_HINT_STALE];
+		t->threads += c[EF_K_THREADS];
+		if (nslots == EF_SLOTS && i == EF_SLOTS - 1)
+			t->threads_shared += c[EF_K_THREADS];
 		for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
 			t->late[b] += c[EF_K_LATE + b];
 		t->late_ns += c[EF_K_LATE_NS];

@@ -216,6 +216,15 @@ same() {
 	fi
 }
 
+@test "a thread cancelled during the library's first reading of its configuration leaves it working" {
+	# That reading opens files (cancellation points); before, a cancel there
+	# left it "reading" for ever, and every call of the process passed through.
+	run preload EF_CTOR_CANCEL=1 "$H/ef-ctor"
+	assert_success
+	[ "$(word ctor_median_us)" -lt "$UPGRADED_US" ] || fail "$output"
+	[ "$(word main_median_us)" -lt "$UPGRADED_US" ] || fail "$output"
+}
+
 # ---- another preload library: libfaketime -----------------------------------
 
 faketime_lib() {
@@ -279,4 +288,13 @@ faketime_lib() {
 	assert_success
 	assert_output --partial "children=5 ok=5"
 	[ "$(word child_min_median_us)" -gt "$ROUNDED_US" ] || fail "$output"
+}
+
+@test "1000 threads in turn: each takes a slot a thread before it gave back, and every call is counted" {
+	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-threads" 1000
+	assert_success
+	calls=$(field calls)
+	grep -q "] calls: $calls (" <<<"$stderr" || fail "the report does not count $calls calls: $stderr"
+	# Before, threads past the 255th shared the last slot for good.
+	grep -q '] threads: 1001 that waited (0 shared the last slot' <<<"$stderr" || fail "$stderr"
 }
