@@ -120,3 +120,53 @@ void ef_buf_write(const struct ef_buf *b, int fd)
 	}
 	errno = saved;
 }
+
+int ef_utf8_len(const unsigned char *p)
+{
+	if (*p < 0x80)
+		return 1;
+	int n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+	if (!n || *p < 0xc2 || *p > 0xf4)
+		return 0;
+	for (int k = 1; k < n; k++)
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+struct ef_buf *ef_esc(struct ef_buf *b, const char *s, size_t width)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t cols = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		int n = ef_utf8_len(p);
+		/* C1 controls are the two-byte sequences of U+0080..U+009F. */
+		int plain = n > 1 ? !(p[0] == 0xc2 && p[1] < 0xa0)
+				  : n == 1 && *p >= 0x20 && *p < 0x7f && *p != '\\';
+		size_t adv = plain ? (size_t)n : 1, w = plain ? 1 : 4;
+		/* Room for this, and for the '~' that says more follows. */
+		if (width && cols + w + (p[adv] ? 1 : 0) > width) {
+			ef_fmt(b, "~");
+			cols++;
+			break;
+		}
+		char out[5] = { '\\', 'x', hex[*p >> 4], hex[*p & 15], 0 };
+		if (plain) {
+			for (size_t k = 0; k < adv; k++)
+				out[k] = (char)p[k];
+			out[adv] = 0;
+		}
+		ef_fmt(b, "%s", out);
+		cols += w;
+		p += adv;
+	}
+	while (width && cols < width) {
+		ef_fmt(b, " ");
+		cols++;
+	}
+	return b;
+}

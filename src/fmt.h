@@ -33,6 +33,19 @@ __attribute__((format(printf, 2, 0))) struct ef_buf *ef_vfmt(struct ef_buf *b, c
 #define EF_DUR(ns) ef_format_duration((ns), (char[EF_DUR_SIZE]){ 0 }, EF_DUR_SIZE)
 #define EF_DUR_SIZE 32 /* "-9223372036.854775807s" and its NUL fit */
 
+/* The length of the valid UTF-8 sequence at p (1 for ASCII, up to 4), or 0
+ * when p starts none: overlong forms, surrogates and code points past
+ * U+10FFFF are not valid. */
+int ef_utf8_len(const unsigned char *p);
+
+/* Text from another process (a name, a path, a symbol) for a terminal:
+ * printable ASCII and valid UTF-8 as they are; control characters (C0, DEL,
+ * C1), bytes that start no valid sequence and the backslash as \xNN, so no
+ * escape sequence reaches the terminal and nothing breaks a line. With width
+ * > 0 it shows at most width characters, cut with '~', and pads to width
+ * with blanks: a column nothing can push out of line. Appended to b. */
+struct ef_buf *ef_esc(struct ef_buf *b, const char *s, size_t width);
+
 /* Writes the whole buffer to fd with one write(2) where possible, keeping errno. */
 void ef_buf_write(const struct ef_buf *b, int fd);
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,12 +74,18 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...);
 static int fail_code;
 #define FAIL(code, ...) (fail_code = (code), fail(__VA_ARGS__))
 
+/* The message names what the process shows (its name, its library's path
+ * and version): the whole line goes through the one escaper, so nothing of
+ * it reaches the terminal raw. */
 static int fail(const char *fmt, ...)
 {
+	char raw[sizeof(msg)];
+	struct ef_buf b = EF_BUF(msg);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	ef_esc(&b, raw, 0);
 	return 0;
 }
 
@@ -273,6 +280,20 @@ static int find_library(long pid, struct look *l, unsigned long want, struct map
 	return 1;
 }
 
+/* A file the process names, opened never to block (a FIFO in its place) and
+ * kept only when it is a regular file: -1 otherwise, errno set. */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
 /* The library file as the process mapped it: /proc/PID/map_files works for a
  * deleted or replaced file but needs CAP_SYS_ADMIN; /proc/PID/root/PATH works
  * in containers and for the same user. */
@@ -280,7 +301,7 @@ static int open_library(long pid, const struct look *l, const struct mapping *m)
 {
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "/proc/%ld/map_files/%lx-%lx", pid, m->start, m->end);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd >= 0)
 		return fd;
 	size_t n = strlen(l->lib);
@@ -293,7 +314,7 @@ static int open_library(long pid, const struct look *l, const struct mapping *m)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path);
 	if (fd < 0)
 		read_failed(pid, errno);
 	return fd;
@@ -476,15 +497,8 @@ static void json_str(FILE *out, const char *s)
 		else {
 			/* comm and paths are bytes: valid UTF-8 passes, anything else
 			 * becomes U+FFFD, so the line stays valid JSON. */
-			int n = (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
-			int ok = n > 0 && *p >= 0xc2 && *p <= 0xf4;
-			for (int k = 1; ok && k < n; k++)
-				ok = (p[k] & 0xc0) == 0x80;
-			/* No overlong forms, surrogates or code points past U+10FFFF. */
-			if (ok && n >= 3)
-				ok = !(p[0] == 0xe0 && p[1] < 0xa0) && !(p[0] == 0xed && p[1] >= 0xa0) &&
-				     !(p[0] == 0xf0 && p[1] < 0x90) && !(p[0] == 0xf4 && p[1] >= 0x90);
-			if (ok) {
+			int n = ef_utf8_len(p);
+			if (n) {
 				fwrite(p, 1, (size_t)n, out);
 				p += n - 1;
 			} else {
@@ -558,7 +572,7 @@ static void site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w
 		size_t n = strlen(base);
 		if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
 			base[n - 10] = '\0';
-		ef_fmt(w, "%s", *base ? base : comm);
+		ef_esc(w, *base ? base : comm, 0);
 		int fd = open_library(pid, &l, &m);
 		struct ef_file e;
 		uint64_t vaddr, value;
@@ -566,7 +580,7 @@ static void site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w
 		if (fd >= 0 && ef_file_open(fd, &e) == 0 &&
 		    ef_file_vaddr_of(&e, ra - start + offset, &vaddr) == 0 &&
 		    ef_file_dynsym_at(&e, vaddr, sym, sizeof(sym), &value) == 0)
-			ef_fmt(w, " (%s+%" PRIu64 ")", sym, vaddr - value);
+			ef_fmt(ef_esc(ef_fmt(w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -675,13 +689,17 @@ static void header(FILE *out)
 
 static void one_line(FILE *out, const struct look *l, const struct rates *r)
 {
-	char pw[160], ru[32], rc[32], rp[32];
+	char pw[160], ru[32], rc[32], rp[32], name[128], version[64];
+	struct ef_buf nb = EF_BUF(name), vb = EF_BUF(version);
+	/* What the process says of itself, escaped and cut to its column. */
+	ef_esc(&nb, l->comm, 15);
+	ef_esc(&vb, l->block.version, 8);
 	pwait2_short(l, pw, sizeof(pw));
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
 	rate_text(r->passed, rp, sizeof(rp));
-	fprintf(out, "%7ld %-15s %-8s %10llu %8s %10llu %8s %10llu %8s  %s\n", l->pid, l->comm,
-		l->block.version, (unsigned long long)l->t.upgraded, ru,
+	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s  %s\n", l->pid, name,
+		version, (unsigned long long)l->t.upgraded, ru,
 		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, pw);
 }
 
@@ -689,12 +707,17 @@ static void one_line(FILE *out, const struct look *l, const struct rates *r)
  * look has: the library and the rates. */
 static void full_report(FILE *out, const struct look *l, const struct rates *r)
 {
-	char text[8192], pw[128], rts[128] = "", id[65], ru[32], rc[32], rp[32];
-	struct ef_buf b = EF_BUF(text), pwb = EF_BUF(pw), rb = EF_BUF(rts);
+	char text[8192], pw[256], rts[128] = "", id[65], ru[32], rc[32], rp[32], comm[128];
+	char lib[PATH_MAX * 4 + 1], version[64];
+	struct ef_buf b = EF_BUF(text), pwb = EF_BUF(pw), rb = EF_BUF(rts), cb = EF_BUF(comm);
+	struct ef_buf lb = EF_BUF(lib), vb = EF_BUF(version);
 
+	ef_esc(&cb, l->comm, 0);
+	ef_esc(&lb, l->lib, 0);
+	ef_esc(&vb, l->block.version, 0);
 	ef_pwait2_line((enum ef_pwait2_state)l->pw2_state, l->pw2_why, &pwb);
 	ef_runtimes_text(l->runtimes, &rb);
-	ef_stats_format(&l->t, &l->c, l->pid, l->comm, pw, rts, &b);
+	ef_stats_format(&l->t, &l->c, l->pid, comm, pw, rts, &b);
 	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
 		uint64_t ra = (uint64_t)(uintptr_t)l->sites[i].ra;
 		char where[512];
@@ -706,7 +729,7 @@ static void full_report(FILE *out, const struct look *l, const struct rates *r)
 	}
 	fputs(text, out);
 	hex(l->block.build_id, l->block.build_id_len < 32 ? l->block.build_id_len : 32, id);
-	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, l->block.version, l->lib, id);
+	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, id);
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
 	rate_text(r->passed, rp, sizeof(rp));
@@ -848,7 +871,7 @@ int ef_status_main(int argc, char **argv)
 					ef_parse_strerror(err, 1));
 				return ST_USAGE;
 			}
-		} else if (is_number(a) && !pid && strlen(a) < 10) {
+		} else if (is_number(a) && !pid && strlen(a) < 10 && atol(a) > 0) {
 			pid = atol(a);
 		} else {
 			fprintf(stderr, "epollfix: status: unexpected '%s'\n", a);

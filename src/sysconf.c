@@ -48,17 +48,24 @@ static ssize_t read_file(const char *path)
 		ef_fmt(&line, "is owned by neither root nor this process's user but by uid %u",
 		       (unsigned)st.st_uid);
 	else
-		while ((n = read(fd, file_text + len, sizeof(file_text) - 1 - (size_t)len)) != 0) {
+		/* Up to a full buffer (a NUL goes after it), then one byte more
+		 * into extra: only a file that has it is too long. */
+		for (char extra;;) {
+			size_t room = sizeof(file_text) - 1 - (size_t)len;
+			n = read(fd, room ? file_text + len : &extra, room ? room : 1);
+			if (n == 0)
+				break;
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
 				ef_fmt(&line, "cannot be read (%s)", strerror(errno));
 				break;
 			}
-			if ((len += n) == (ssize_t)sizeof(file_text) - 1) {
-				ef_fmt(&line, "is longer than %zu bytes", sizeof(file_text) - 2);
+			if (!room) {
+				ef_fmt(&line, "is longer than %zu bytes", sizeof(file_text) - 1);
 				break;
 			}
+			len += n;
 		}
 	close(fd);
 	if (line.len > mark) {

@@ -17,6 +17,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* More symbols than any real library exports (libc has about 3,000). */
+#define MAX_DYNSYM (1u << 20)
+
 static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
 	return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
@@ -132,19 +135,33 @@ int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_
 	uint32_t best_name = 0;
 	int found = 0;
 
+	struct stat st;
+	Elf64_Sym chunk[128];
+
 	if (!e->is64 || ef_file_section(e, ".dynsym", &sym_off, &sym_addr, &sym_size) != 0 ||
-	    ef_file_section(e, ".dynstr", &str_off, &str_addr, &str_size) != 0)
+	    ef_file_section(e, ".dynstr", &str_off, &str_addr, &str_size) != 0 || fstat(e->fd, &st) != 0)
 		return -1;
-	for (uint64_t at = sym_off + sizeof(Elf64_Sym); at + sizeof(Elf64_Sym) <= sym_off + sym_size;
-	     at += sizeof(Elf64_Sym)) {
-		Elf64_Sym y;
-		if (read_at(e->fd, &y, sizeof(y), at) != 0)
+	/* The file may be another process's, and hostile: a table no bigger
+	 * than the file and than MAX_DYNSYM entries, read a chunk at a time. */
+	uint64_t file_size = (uint64_t)st.st_size;
+	if (sym_off > file_size || sym_size > file_size - sym_off ||
+	    sym_size / sizeof(Elf64_Sym) > MAX_DYNSYM)
+		return -1;
+	for (uint64_t at = sym_off + sizeof(Elf64_Sym), end = sym_off + sym_size;
+	     at + sizeof(Elf64_Sym) <= end;) {
+		size_t n = (size_t)((end - at) / sizeof(Elf64_Sym));
+		n = n < sizeof(chunk) / sizeof(chunk[0]) ? n : sizeof(chunk) / sizeof(chunk[0]);
+		if (read_at(e->fd, chunk, n * sizeof(Elf64_Sym), at) != 0)
 			return -1;
-		if (y.st_shndx == SHN_UNDEF || y.st_value == 0 || y.st_value > vaddr ||
-		    (y.st_size ? vaddr >= y.st_value + y.st_size : vaddr != y.st_value) ||
-		    (found && y.st_value < best))
-			continue;
-		best = y.st_value, best_name = y.st_name, found = 1;
+		at += n * sizeof(Elf64_Sym);
+		for (size_t i = 0; i < n; i++) {
+			const Elf64_Sym *y = &chunk[i];
+			if (y->st_shndx == SHN_UNDEF || y->st_value == 0 || y->st_value > vaddr ||
+			    (y->st_size ? vaddr >= y->st_value + y->st_size : vaddr != y->st_value) ||
+			    (found && y->st_value < best))
+				continue;
+			best = y->st_value, best_name = y->st_name, found = 1;
+		}
 	}
 	if (!found || best_name >= str_size || size == 0)
 		return -1;

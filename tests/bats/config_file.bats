@@ -24,8 +24,21 @@ run_calls() {
 	printf '# the host\nsubms = 20us\nmax-ms = 3\n\nadapt = off  # every wait\n' >"$conf"
 	run_calls
 	assert_equal "$(report_value policy)" \
-		"disable=0 subms=20us max-ms=3 slack=1us log=warn clamp=off clamp-after=16 clamp-gap=1us adapt=off"
+		"disable=0 subms=20us max-ms=3 slack=1us log=warn clamp=off clamp-after=16 clamp-gap=1us adapt=off seccomp=safe"
 	refute_output --partial "epollfix: "
+}
+
+@test "config file: one of exactly the largest size is read; one byte more is refused" {
+	# 16,383 bytes: a setting, then a comment that fills the rest.
+	{ printf 'subms = 20us\n#'; head -c $((16383 - 15)) /dev/zero | tr '\0' x; printf '\n'; } >"$conf"
+	[ "$(stat -c %s "$conf")" = 16383 ] || fail "the file is $(stat -c %s "$conf") bytes"
+	run_calls
+	refute_output --partial "epollfix: "
+	[[ "$(report_value policy)" == "disable=0 subms=20us "* ]] || fail "$output"
+	printf 'x' >>"$conf"
+	run_calls
+	assert_output --partial "is longer than 16383 bytes; ignored"
+	[[ "$(report_value policy)" == "disable=0 subms=50us "* ]] || fail "$output"
 }
 
 @test "config file: the environment overrides it" {

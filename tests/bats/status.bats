@@ -409,3 +409,73 @@ go_build() {
 	assert_success
 	assert_output "'a\"b\\\\c\\ufffd\\ufffdd'"
 }
+
+# ---- another process's data is hostile ----------------------------------------
+
+# no_terminal_controls: $output holds no control character but newline and tab.
+no_terminal_controls() {
+	if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$output"; then
+		fail "control characters reach the terminal: $(cat -v <<<"$output" | head -5)"
+	fi
+}
+
+@test "status: a process named with escape sequences shows them escaped, in every text output" {
+	name=$'\e]0;owned\a\e[8m'
+	start "$BATS_TEST_TMPDIR/h" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-hostile" "$name"
+	wait_line "$BATS_TEST_TMPDIR/h" >/dev/null
+	run "$cmd" status
+	assert_success
+	no_terminal_controls
+	# The column stays a column: the PROGRAM field is 15 characters wide, the
+	# escape that does not fit is cut whole, and '~' says so.
+	line=$(grep "^ *$started " <<<"$output")
+	[ "$(cut -c9-24 <<<"$line")" = "$(printf '%-15s ' '\x1b]0;owned~')" ] || fail "the columns moved: $line"
+	run "$cmd" status "$started"
+	assert_success
+	no_terminal_controls
+	assert_output --partial "] report: \\x1b]0;owned\\x07\\x1b[8m"
+	run timeout 2 "$cmd" status --watch=0.4s
+	no_terminal_controls
+	run --separate-stderr "$cmd" status --json "$started"
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["program"] == sys.argv[1], d["program"]' "$name" <<<"$output"
+	# A process without the library: the error line names it escaped too.
+	start "$BATS_TEST_TMPDIR/n" "$EPOLLFIX_PROGS/ef-hostile" "$name"
+	wait_line "$BATS_TEST_TMPDIR/n" >/dev/null
+	run "$cmd" status "$started"
+	assert_failure 5
+	no_terminal_controls
+	assert_output "epollfix: status: libepollfix is not loaded in process $started (\\x1b]0;owned\\x07\\x1b[8m)"
+}
+
+@test "status: a library path with escape sequences is shown escaped" {
+	dir="$BATS_TEST_TMPDIR/"$'\e[31mred'
+	mkdir -p "$dir"
+	cp "$EPOLLFIX_LIB" "$dir/libepollfix.so"
+	start "$BATS_TEST_TMPDIR/h" env LD_PRELOAD="$dir/libepollfix.so" "$EPOLLFIX_PROGS/ef-hostile" plain
+	wait_line "$BATS_TEST_TMPDIR/h" >/dev/null
+	run "$cmd" status "$started"
+	assert_success
+	no_terminal_controls
+	assert_output --partial '\x1b[31mred/libepollfix.so'
+}
+
+@test "status: a call site in a file whose .dynsym claims a gigabyte is read in bounded time" {
+	cp "$EPOLLFIX_PROGS/libef-late-plain.so" "$BATS_TEST_TMPDIR/libspoilt.so"
+	start "$BATS_TEST_TMPDIR/h" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-hostile" spoilt "$BATS_TEST_TMPDIR/libspoilt.so"
+	wait_line "$BATS_TEST_TMPDIR/h" >/dev/null
+	# Before, one pread a symbol: 44 million of them, 16 s on this VM.
+	run timeout 5 "$cmd" status "$started"
+	assert_success
+	assert_output --partial "site: libspoilt.so"
+	run timeout 5 "$cmd" status --json "$started"
+	assert_success
+}
+
+@test "status 0, a negative or a malformed pid is a usage error, not every process" {
+	for pid in 0 -1 1x 00; do
+		run --separate-stderr "$cmd" status "$pid"
+		assert_failure 2
+		[ -z "$output" ] || fail "status $pid printed: $output"
+	done
+}

@@ -102,3 +102,32 @@ Test(log, a_huge_line_is_cut_and_keeps_its_newline)
 	cr_assert_eq(strlen(logged), EF_LOG_LINE - 1);
 	cr_assert_eq(logged[strlen(logged) - 1], '\n');
 }
+
+static const char *esc(const char *s, size_t width)
+{
+	static char out[256];
+	struct ef_buf b = EF_BUF(out);
+	ef_esc(&b, s, width);
+	return out;
+}
+
+Test(fmt, esc_lets_no_control_character_through)
+{
+	cr_assert_str_eq(esc("python3", 0), "python3");
+	cr_assert_str_eq(esc("\x1b]0;owned\x07\x1b[8m", 0), "\\x1b]0;owned\\x07\\x1b[8m");
+	cr_assert_str_eq(esc("a\nb\tc\\d\x7f", 0), "a\\x0ab\\x09c\\x5cd\\x7f");
+	cr_assert_str_eq(esc("caf\xc3\xa9", 0), "caf\xc3\xa9", "valid UTF-8 stays readable");
+	cr_assert_str_eq(esc("\xc2\x9b" "31m", 0), "\\xc2\\x9b31m", "a C1 CSI is escaped");
+	cr_assert_str_eq(esc("\xff\xc3(", 0), "\\xff\\xc3(", "bytes of no valid sequence");
+	cr_assert_str_eq(esc("\xed\xa0\x80", 0), "\\xed\\xa0\\x80", "no surrogates");
+}
+
+Test(fmt, esc_keeps_a_column_in_its_width)
+{
+	cr_assert_str_eq(esc("ef", 5), "ef   ");
+	cr_assert_str_eq(esc("abcde", 5), "abcde");
+	cr_assert_str_eq(esc("abcdef", 5), "abcd~");
+	cr_assert_str_eq(esc("ab\x1b" "cd", 5), "ab~  ", "an escape that does not fit is not split");
+	cr_assert_str_eq(esc("\x1b", 4), "\\x1b");
+	cr_assert_str_eq(esc("\x1b\x1b", 5), "\\x1b~");
+}
