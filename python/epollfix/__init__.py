@@ -5,11 +5,17 @@ library and its command, packaged in a wheel.
     $ python -m epollfix --check       # does epoll_pwait2 work here?
 
 For an entry point you cannot wrap (a console script, a service started by
-something else), call reexec() first thing: the interpreter re-executes itself
-once with the wheel's library preloaded.
+something else), call enable() first thing: select.epoll and every loop built
+on it (asyncio, Tornado, trio) then wait exactly, through the wheel's library
+loaded in this process, with no re-exec. reexec() instead re-executes the
+interpreter once with the library preloaded, which also reaches the epoll
+calls of C extensions.
 
     import epollfix
-    epollfix.reexec()
+    epollfix.enable()
+
+With the library preloaded, the exact waits are on from the interpreter's
+start (epollfix.pth); EPOLLFIX_PYTHON=off leaves them off.
 """
 import os
 import sys
@@ -17,7 +23,8 @@ import warnings
 
 from ._version import __version__
 
-__all__ = ["__version__", "command_path", "library_path", "loaded", "reexec", "REEXEC_MARK"]
+__all__ = ["__version__", "command_path", "disable", "enable", "library_path", "loaded", "reexec",
+           "REEXEC_MARK"]
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_native")
 
@@ -31,8 +38,30 @@ _decided = None
 
 
 def library_path():
-    """The wheel's libepollfix.so (the path LD_PRELOAD gets)."""
-    return os.path.realpath(os.path.join(_HERE, "libepollfix.so"))
+    """The package's libepollfix.so: the wheel's own copy, or else the
+    system's (the Debian package's, found by the dynamic loader's search)."""
+    own = os.path.join(_HERE, "libepollfix.so")
+    return os.path.realpath(own) if os.path.exists(own) else "libepollfix.so"
+
+
+def enable(path=None):
+    """Exact timeouts for select.epoll and selectors.EpollSelector in this
+    process. With the library preloaded this is what the interpreter's start
+    already did. Without it, the library at path (default: library_path()) is
+    loaded here and the waits of select.epoll go through it, so its fallback,
+    its report (EPOLLFIX_STATS) and `epollfix status` work as preloaded; the
+    epoll calls of C extensions (uvloop, gevent's loops) are not reached.
+    Returns True when the exact waits are on."""
+    from . import _epollfix
+    if not _epollfix.preloaded():
+        _epollfix.load(path or library_path())
+    return _epollfix.activate()
+
+
+def disable():
+    """select.epoll and selectors.EpollSelector as CPython has them."""
+    from . import _epollfix
+    _epollfix.deactivate()
 
 
 def command_path():
