@@ -222,16 +222,21 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	[ -z "$remaining" ] || fail "still known to dpkg: $remaining"
 }
 
-@test "wheel: built for the glibc its binaries need (manylinux tag from their GLIBC_ versions)" {
+@test "wheel: built from source (sdist, then the wheel from it) for the glibc its binaries need" {
 	"$py" -c 'import venv, ensurepip' 2>/dev/null || skip "no venv module (python3-venv)"
 	cd "$EPOLLFIX_SRC"
 	run scripts/package-wheel
 	assert_success
 	whl=${lines[-1]}
-	[[ "$whl" == "$wheel_dir"/dist/epollfix-*-py3-none-manylinux_2_*_x86_64.whl ]] || fail "not a manylinux wheel: $whl"
-	# The highest GLIBC_2.N that the library and the command ask for is the tag's 2.N.
+	# The extension is built for this interpreter: a cpXY wheel.
+	tag=$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+	[[ "$whl" == "$wheel_dir"/dist/epollfix-*-$tag-$tag-manylinux_2_*_x86_64.whl ]] || fail "not a manylinux $tag wheel: $whl"
+	ls "$wheel_dir"/raw/epollfix-*.tar.gz >/dev/null || fail "no sdist"
+	# The highest GLIBC_2.N that the library, the command and the extension ask
+	# for is the tag's 2.N.
 	"$py" -m zipfile -e "$whl" "$BATS_TEST_TMPDIR/whl"
-	need=$(objdump -T "$BATS_TEST_TMPDIR"/whl/epollfix/_native/{libepollfix.so,epollfix} |
+	need=$(objdump -T "$BATS_TEST_TMPDIR"/whl/epollfix/_native/{libepollfix.so,epollfix} \
+		"$BATS_TEST_TMPDIR"/whl/epollfix/_epollfix.*.so |
 		grep -o 'GLIBC_2\.[0-9]*' | sort -uV | tail -1)
 	need=${need#GLIBC_}
 	[[ "$whl" == *"-manylinux_${need/./_}_x86_64.whl" ]] || fail "$whl is not tagged for glibc $need"
@@ -254,6 +259,12 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	assert_output --partial "EPOLLFIX_SUBMS='abc' is not a duration"
 	run "$venv/bin/epollfix" --version
 	assert_output "epollfix $("$venv/bin/python" -c 'import epollfix; print(epollfix.__version__)')"
+	# The exact timeouts: on at the interpreter's start under the library, and
+	# by epollfix.enable() without it.
+	run "$venv/bin/epollfix" "$venv/bin/python" "$EPOLLFIX_SRC/tests/progs/py_exact.py" state
+	assert_output "active=1"
+	run "$venv/bin/python" -c 'import epollfix; print(epollfix.enable())'
+	assert_output "True"
 	cd "$EPOLLFIX_SRC"
 	assert_demo "$venv/bin/epollfix" "$venv/bin/python"
 }
