@@ -65,8 +65,13 @@ def disable():
 
 
 def command_path():
-    """The wheel's epollfix command; it preloads the library beside it."""
-    return os.path.join(_HERE, "epollfix")
+    """The wheel's epollfix command (it preloads the library beside it), or
+    else the system's (the Debian package's /usr/bin/epollfix)."""
+    own = os.path.join(_HERE, "epollfix")
+    if os.path.exists(own):
+        return own
+    import shutil
+    return shutil.which("epollfix") or "/usr/bin/epollfix"
 
 
 def loaded():

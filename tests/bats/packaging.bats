@@ -39,7 +39,7 @@ setup() {
 teardown_file() {
 	if [ -f "$BATS_FILE_TMPDIR/installed" ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq -o DPkg::Lock::Timeout=120 \
-			libepollfix epollfix libepollfix-dev >/dev/null 2>&1 || true
+			libepollfix epollfix libepollfix-dev python3-epollfix >/dev/null 2>&1 || true
 	fi
 }
 
@@ -67,14 +67,15 @@ assert_demo() {
 	assert_rounded
 }
 
-@test "deb: dpkg-buildpackage builds libepollfix, epollfix, libepollfix-dev; lintian has no E: or W:" {
+@test "deb: dpkg-buildpackage builds libepollfix, epollfix, libepollfix-dev, python3-epollfix; lintian has no E: or W:" {
 	need_debian_tools
 	cd "$EPOLLFIX_SRC"
 	run scripts/package-deb
 	assert_success
 	version=$(meson introspect --projectinfo meson.build | "$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 	arch=$(dpkg --print-architecture)
-	for deb in "libepollfix_${version}_$arch" "epollfix_${version}_$arch" "libepollfix-dev_${version}_all"; do
+	for deb in "libepollfix_${version}_$arch" "epollfix_${version}_$arch" "libepollfix-dev_${version}_all" \
+		"python3-epollfix_${version}_$arch"; do
 		assert_output --partial "$deb_dir/$deb.deb"
 	done
 	# lintian --fail-on error,warning already failed the script; the log says the same.
@@ -110,10 +111,11 @@ assert_demo() {
 
 @test "deb: apt-get install; the installed epollfix --check finds the library, the asyncio demo" {
 	need_debian_tools
-	debs=("$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb "$deb_dir"/libepollfix-dev_*.deb)
+	debs=("$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb "$deb_dir"/libepollfix-dev_*.deb
+		"$deb_dir"/python3-epollfix_*.deb)
 	for d in "${debs[@]}"; do [ -f "$d" ] || fail "no $d: the build test failed"; done
 	# Never remove a user's own installation of the packages.
-	if dpkg-query -W -f='${Status}\n' libepollfix epollfix libepollfix-dev 2>/dev/null | grep -q ' installed$'; then
+	if dpkg-query -W -f='${Status}\n' libepollfix epollfix libepollfix-dev python3-epollfix 2>/dev/null | grep -q ' installed$'; then
 		skip "epollfix packages are installed on this machine; this test would purge them"
 	fi
 	[ -z "${PKG_NO_LOCK:-}" ] || fail "another checkout's package tests held $PKG_LOCK for 10 minutes"
@@ -121,13 +123,19 @@ assert_demo() {
 	run env DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=120 \
 		--no-install-recommends "${debs[@]}"
 	assert_success
-	dpkg-query -L libepollfix epollfix libepollfix-dev >"$BATS_FILE_TMPDIR/files"
+	dpkg-query -L libepollfix epollfix libepollfix-dev python3-epollfix >"$BATS_FILE_TMPDIR/files"
 
 	run /usr/bin/epollfix --check
 	assert_success
 	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
 	cd "$EPOLLFIX_SRC"
 	assert_demo /usr/bin/epollfix "$py"
+	# python3-epollfix: the system python3's exact timeouts, on under the library.
+	run env LD_PRELOAD="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so" \
+		/usr/bin/python3 tests/progs/py_exact.py state
+	assert_output "active=1"
+	run /usr/bin/python3 -c 'import epollfix; print(epollfix.enable())'
+	assert_output "True"
 	# libepollfix-dev's header builds a program on its own.
 	printf '#include <epollfix.h>\nint main(void) { struct epollfix_counters c = {0}; return (int)c.upgraded; }\n' \
 		>"$BATS_TEST_TMPDIR/api.c"
@@ -201,7 +209,7 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	need_debian_tools
 	[ -f "$BATS_FILE_TMPDIR/installed" ] || fail "not installed: the install test failed"
 	run env DEBIAN_FRONTEND=noninteractive apt-get purge -y -o DPkg::Lock::Timeout=120 \
-		libepollfix epollfix libepollfix-dev
+		libepollfix epollfix libepollfix-dev python3-epollfix
 	assert_success
 	rm "$BATS_FILE_TMPDIR/installed"
 	# Every file is gone, conffiles too; a directory stays only while another
@@ -217,7 +225,7 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	[ -z "$left" ] || fail "left after purge:$left"
 	# Purged: dpkg knows them no more, or as not installed ("pn"), not as
 	# config-files ("rc").
-	remaining=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' libepollfix epollfix libepollfix-dev \
+	remaining=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' libepollfix epollfix libepollfix-dev python3-epollfix \
 		2>/dev/null | grep -E '^.[^n]' || true)
 	[ -z "$remaining" ] || fail "still known to dpkg: $remaining"
 }
