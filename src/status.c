@@ -29,6 +29,7 @@
 #include "config.h"
 #include "epollfix.h"
 #include "live.h"
+#include "look.h"
 #include "parse.h"
 #include "real.h"
 #include "report.h"
@@ -49,20 +50,6 @@ enum {
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
 #define COUNTERS_BYTES (sizeof(struct ef_slot) * EF_SLOTS)
 
-struct look {
-	long pid;
-	unsigned long long start_ticks;
-	double age_s; /* since the process started */
-	char comm[64];
-	char lib[PATH_MAX];
-	struct ef_live block;
-	struct ef_totals t;
-	struct ef_config c;
-	int selected, pw2_state, pw2_why;
-	unsigned runtimes;
-	struct ef_site_row rows[EF_SITE_ROWS]; /* as read */
-	struct ef_site_view sites[EF_SITE_ROWS]; /* with their counters from the slots */
-};
 
 static struct ef_slot counters[2][EF_SLOTS]; /* two reads, compared (read_counters) */
 
@@ -124,6 +111,48 @@ static int proc_stat(long pid, unsigned long long *start, char *comm, size_t siz
 		return -1;
 	*start = strtoull(p, NULL, 10);
 	return 0;
+}
+
+/* Which container the process is in, as its own people know it: its pid in
+ * its pid namespace (the last field of NSpid:) and its cgroup. Read with a
+ * bound, like everything of another process. */
+static void proc_container(long pid, struct look *l)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	char *ns = strstr(buf, "\nNSpid:");
+	if (ns) {
+		char *end = strchr(ns + 1, '\n'), *last = NULL;
+		for (char *p = ns + 7; p && (!end || p < end); p = strpbrk(p, " \t")) {
+			p += strspn(p, " \t");
+			if (*p >= '0' && *p <= '9' && (!end || p < end))
+				last = p;
+			if (!*p)
+				break;
+		}
+		l->ns_pid = last ? atol(last) : 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
+	char *colon = strchr(buf, ':');
+	colon = colon ? strchr(colon + 1, ':') : NULL;
+	if (colon)
+		snprintf(l->cgroup, sizeof(l->cgroup), "%.*s", (int)strcspn(colon + 1, "\n"), colon + 1);
+}
+
+const char *ef_look_pwait2_word(const struct look *l)
+{
+	return l->pw2_state == EF_PW2_OK ? "works" : l->pw2_state == EF_PW2_NO ? "fell back" : "not probed";
 }
 
 /* The "Uid:" line of /proc/PID/status: real, effective, saved. */
@@ -384,6 +413,7 @@ static int look_at(long pid, struct look *l)
 	if (proc_stat(pid, &l->start_ticks, l->comm, sizeof(l->comm)) != 0)
 		return FAIL(ST_GONE, "no process %ld", pid);
 	l->age_s = now_boot_s() - (double)l->start_ticks / (double)sysconf(_SC_CLK_TCK);
+	proc_container(pid, l);
 	if (!find_library(pid, l, ~0ul, &m))
 		return 0;
 	int fd = open_library(pid, l, &m);
@@ -591,6 +621,12 @@ static void site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w
 		fclose(f);
 }
 
+/* A quantile's bound for JSON: -1 for the open bucket (later than any bound). */
+static long long late_bound_json(uint64_t us)
+{
+	return us == UINT64_MAX ? -1 : (long long)us;
+}
+
 static void json_look(FILE *out, const struct look *l, const struct rates *r)
 {
 	char id[65], pw[128], rts[128] = "";
@@ -608,8 +644,7 @@ static void json_look(FILE *out, const struct look *l, const struct rates *r)
 	fprintf(out, ",\"build_id\":\"%s\",\"layout\":%u,\"acting\":%s,\"epoll_pwait2\":{\"state\":\"%s\","
 		     "\"text\":",
 		id, l->block.layout, l->selected && !l->c.disable ? "true" : "false",
-		l->pw2_state == EF_PW2_OK ? "works" : l->pw2_state == EF_PW2_NO ? "fell back"
-									  : "not probed");
+		ef_look_pwait2_word(l));
 	json_str(out, pw);
 	fprintf(out, ",\"errno\":%d}", l->pw2_state == EF_PW2_NO ? l->pw2_why : 0);
 	fprintf(out,
@@ -627,6 +662,19 @@ static void json_look(FILE *out, const struct look *l, const struct rates *r)
 		(unsigned long long)t->empty_zero, (unsigned long long)t->longest_streak,
 		(unsigned long long)t->learned_genuine, (unsigned long long)t->learned_subms,
 		(unsigned long long)t->retries);
+	uint64_t late_n = 0;
+	for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
+		late_n += t->late[b];
+	fprintf(out,
+		",\"hinted\":%llu,\"hint_stale\":%llu,\"threads\":%llu,\"threads_shared\":%llu,"
+		"\"late\":{\"waits\":%llu,\"p50_us\":%lld,\"p99_us\":%lld,\"mean_us\":%llu},"
+		"\"ns_pid\":%ld,\"cgroup\":",
+		(unsigned long long)t->hinted, (unsigned long long)t->hint_stale,
+		(unsigned long long)t->threads, (unsigned long long)t->threads_shared,
+		(unsigned long long)late_n, late_bound_json(ef_late_quantile_us(t, 500)),
+		late_bound_json(ef_late_quantile_us(t, 990)),
+		(unsigned long long)(late_n ? t->late_ns / late_n / 1000 : 0), l->ns_pid);
+	json_str(out, l->cgroup);
 	fprintf(out,
 		",\"rates\":{\"since\":\"%s\",\"seconds\":%.3f,\"upgraded\":%.1f,\"clamped\":%.1f,"
 		"\"passed\":%.1f}",
@@ -683,8 +731,8 @@ static void rate_text(double r, char *out, size_t size)
 
 static void header(FILE *out)
 {
-	fprintf(out, "%7s %-15s %-8s %10s %8s %10s %8s %10s %8s  %s\n", "PID", "PROGRAM", "VERSION",
-		"UPGRADED", "/s", "CLAMPED", "/s", "PASSED", "/s", "EPOLL_PWAIT2");
+	fprintf(out, "%7s %-15s %-8s %10s %8s %10s %8s %10s %8s %13s  %s\n", "PID", "PROGRAM",
+		"VERSION", "UPGRADED", "/s", "CLAMPED", "/s", "PASSED", "/s", "LATE p50/p99", "EPOLL_PWAIT2");
 }
 
 static void one_line(FILE *out, const struct look *l, const struct rates *r)
@@ -698,9 +746,18 @@ static void one_line(FILE *out, const struct look *l, const struct rates *r)
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
 	rate_text(r->passed, rp, sizeof(rp));
-	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s  %s\n", l->pid, name,
+	/* How late the timed waits came back: bucket bounds, "32/64us". */
+	char late[48];
+	uint64_t p50 = ef_late_quantile_us(&l->t, 500), p99 = ef_late_quantile_us(&l->t, 990);
+	if (!p50)
+		snprintf(late, sizeof(late), "-");
+	else if (p99 == UINT64_MAX)
+		snprintf(late, sizeof(late), "%llu/more", (unsigned long long)p50);
+	else
+		snprintf(late, sizeof(late), "%llu/%lluus", (unsigned long long)p50, (unsigned long long)p99);
+	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s %13s  %s\n", l->pid, name,
 		version, (unsigned long long)l->t.upgraded, ru,
-		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, pw);
+		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, late, pw);
 }
 
 /* The exit report's text, from the shared formatter, and what only a live
@@ -730,6 +787,13 @@ static void full_report(FILE *out, const struct look *l, const struct rates *r)
 	fputs(text, out);
 	hex(l->block.build_id, l->block.build_id_len < 32 ? l->block.build_id_len : 32, id);
 	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, id);
+	if (l->ns_pid || l->cgroup[0]) {
+		char cg[sizeof(l->cgroup) * 4];
+		struct ef_buf cgb = EF_BUF(cg);
+		ef_esc(&cgb, l->cgroup[0] ? l->cgroup : "?", 0);
+		fprintf(out, "epollfix[%ld] container: pid %ld in its namespace, cgroup %s\n", l->pid,
+			l->ns_pid, cg);
+	}
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
 	rate_text(r->passed, rp, sizeof(rp));
@@ -743,14 +807,77 @@ static void full_report(FILE *out, const struct look *l, const struct rates *r)
 static int usage(FILE *out)
 {
 	fprintf(out,
-		"usage: epollfix status [--json] [--watch[=1s]] [PID]\n\n"
+		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--watch[=1s]] [PID]\n\n"
 		"Without PID: one line for each process with libepollfix loaded that you may read.\n"
 		"With PID: the report the process would print at exit (EPOLLFIX_STATS), now.\n"
 		"Rates are per second since the process started, or with --watch since the previous\n"
-		"refresh. --json: one JSON object per process and line.\n"
+		"refresh. --json: one JSON object per process and line. --metrics: Prometheus's\n"
+		"text format; --textfile=DIR: the same into DIR/epollfix.prom, replaced whole\n"
+		"(node_exporter's textfile collector).\n"
 		"Exit status: 0; 2 usage; 3 no such process; 4 not permitted; 5 libepollfix not\n"
 		"loaded there; 6 a libepollfix of another version or layout.\n");
 	return out == stdout ? 0 : ST_USAGE;
+}
+
+static int is_number(const char *s);
+
+/* Every process whose look succeeds (pid 0: all of /proc), for --metrics. */
+static size_t collect(long pid, struct look **out)
+{
+	size_t n = 0, cap = 0;
+	struct look *ls = NULL;
+	DIR *d = pid ? NULL : opendir("/proc");
+	struct dirent *de = NULL;
+	long self = (long)getpid();
+
+	while (pid ? !n && !cap : d && (de = readdir(d))) {
+		long p = pid ? pid : is_number(de->d_name) ? atol(de->d_name) : 0;
+		if (pid)
+			cap = 1; /* one pass */
+		if (!p || p == self)
+			continue;
+		if (n == cap || !ls) {
+			size_t want = cap ? cap * 2 : 8;
+			struct look *more = realloc(ls, want * sizeof(*ls));
+			if (!more)
+				break;
+			ls = more, cap = want;
+		}
+		if (look_at(p, &ls[n]))
+			n++;
+		else if (pid)
+			fprintf(stderr, "epollfix: status: %s\n", msg);
+	}
+	if (d)
+		closedir(d);
+	*out = ls;
+	return n;
+}
+
+/* The metrics to stdout, or to DIR/epollfix.prom through a file in the same
+ * directory renamed over it: a scrape never sees half a file. 0, or -1. */
+static int write_metrics(const char *dir, const struct look *ls, size_t n)
+{
+	if (!dir) {
+		ef_metrics_write(stdout, ls, n);
+		return 0;
+	}
+	char tmp[PATH_MAX], final[PATH_MAX];
+	snprintf(final, sizeof(final), "%s/epollfix.prom", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.epollfix.prom.%ld", dir, (long)getpid());
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		fprintf(stderr, "epollfix: status: %s: %s\n", tmp, strerror(errno));
+		return -1;
+	}
+	ef_metrics_write(f, ls, n);
+	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+	if (fclose(f) != 0 || bad || rename(tmp, final) != 0) {
+		fprintf(stderr, "epollfix: status: %s: %s\n", final, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
 }
 
 static struct prev *prevs;
@@ -850,7 +977,8 @@ static size_t count_proc(void)
 
 int ef_status_main(int argc, char **argv)
 {
-	int json = 0, watch = 0;
+	int json = 0, watch = 0, metrics = 0;
+	const char *textfile = NULL;
 	int64_t every_ns = 1000000000;
 	long pid = 0;
 
@@ -860,6 +988,11 @@ int ef_status_main(int argc, char **argv)
 			return usage(stdout);
 		if (strcmp(a, "--json") == 0) {
 			json = 1;
+		} else if (strcmp(a, "--metrics") == 0) {
+			metrics = 1;
+		} else if (strncmp(a, "--textfile=", 11) == 0 && a[11]) {
+			metrics = 1;
+			textfile = a + 11;
 		} else if (strcmp(a, "--watch") == 0) {
 			watch = 1;
 		} else if (strncmp(a, "--watch=", 8) == 0) {
@@ -877,6 +1010,20 @@ int ef_status_main(int argc, char **argv)
 			fprintf(stderr, "epollfix: status: unexpected '%s'\n", a);
 			return usage(stderr);
 		}
+	}
+	if (metrics && json) {
+		fprintf(stderr, "epollfix: status: --json and --metrics are two formats: one of them\n");
+		return ST_USAGE;
+	}
+	for (; metrics;) {
+		struct look *ls;
+		size_t n = collect(pid, &ls);
+		int r = pid && !n ? fail_code : write_metrics(textfile, ls, n) ? 1 : ST_OK;
+		free(ls);
+		if (!watch || r != ST_OK || fflush(stdout) != 0)
+			return r;
+		struct timespec d = { every_ns / 1000000000, every_ns % 1000000000 };
+		nanosleep(&d, NULL);
 	}
 	/* A pipe closed by the reader (`| head`) ends --watch quietly. */
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# epollfix status for operators: Prometheus metrics (checked by promtool, and
+# scraped through a real node_exporter textfile collector), the lateness of
+# timed waits, and a process in its own pid namespace seen from the host.
+
+setup() {
+	load helpers
+	cmd=$EPOLLFIX_CMD
+	pids_file=$BATS_TEST_TMPDIR/pids
+	: >"$pids_file"
+}
+
+teardown() {
+	local p
+	while read -r p; do kill "$p" 2>/dev/null || true; done <"$pids_file"
+	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
+}
+
+# bg OUT command...: in the background, its pid in $started.
+bg() {
+	local out=$1
+	shift
+	"$@" >"$out" 2>&1 3>&- &
+	started=$!
+	echo "$started" >>"$pids_file"
+}
+
+# A timer loop with the library, reading as a service would: 50 us sleeps
+# for a minute (the test stops it).
+start_loop() {
+	bg "$BATS_TEST_TMPDIR/loop" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local i
+	for i in $(seq 50); do
+		"$cmd" status "$started" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "no library seen in process $started"
+}
+
+@test "metrics: a running loop's counters, state and lateness histogram pass promtool" {
+	command -v promtool >/dev/null || skip "no promtool (Debian's prometheus package)"
+	start_loop
+	sleep 0.3
+	run "$cmd" status --metrics "$started"
+	assert_success
+	metrics=$output
+	run promtool check metrics <<<"$metrics"
+	assert_success
+	for family in epollfix_info epollfix_calls_total epollfix_upgraded_waits_total \
+		epollfix_hinted_waits_total epollfix_epoll_pwait2_usable epollfix_wait_lateness_seconds; do
+		grep -q "^# TYPE $family " <<<"$metrics" || fail "no $family: $metrics"
+	done
+	grep -q "^epollfix_calls_total{pid=\"$started\",program=\"ef-sleep\",ns_pid=\"$started\",cgroup=\"[^\"]*\",function=\"epoll_wait\"} [1-9]" <<<"$metrics" ||
+		fail "$(grep calls_total <<<"$metrics")"
+	count=$(sed -n 's/^epollfix_wait_lateness_seconds_count{.*} //p' <<<"$metrics")
+	inf=$(sed -n 's/^epollfix_wait_lateness_seconds_bucket{.*le="+Inf"} //p' <<<"$metrics")
+	[ "$count" -gt 100 ] && [ "$count" = "$inf" ] || fail "count $count, +Inf $inf"
+	# No timestamps: node_exporter's textfile collector drops a file that has one.
+	run grep -cE '^[a-z_]+\{[^}]*\} [0-9.e+-]+ [0-9]+$' <<<"$metrics"
+	assert_output 0
+	# Every process, without a pid: the same families.
+	run "$cmd" status --metrics
+	assert_success
+	run promtool check metrics <<<"$output"
+	assert_success
+}
+
+@test "metrics: --textfile replaces DIR/epollfix.prom whole, never half written, and node_exporter serves it" {
+	start_loop
+	loop=$started
+	dir=$BATS_TEST_TMPDIR/textfile
+	mkdir "$dir"
+	bg "$BATS_TEST_TMPDIR/watch" "$cmd" status --textfile="$dir" --watch=0.02s
+	for i in $(seq 50); do [ -s "$dir/epollfix.prom" ] && break; sleep 0.1; done
+	# Read it while it is being replaced 50 times a second: always whole.
+	for i in $(seq 40); do
+		tail -n 1 "$dir/epollfix.prom" | grep -q '^epollfix_wait_lateness_seconds_count{' ||
+			fail "a partial file: $(tail -n 2 "$dir/epollfix.prom")"
+	done
+	command -v prometheus-node-exporter >/dev/null || skip "no node_exporter (prometheus-node-exporter)"
+	port=$((20000 + RANDOM % 20000))
+	bg "$BATS_TEST_TMPDIR/ne" prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+		--collector.textfile.directory="$dir" --web.listen-address="127.0.0.1:$port"
+	for i in $(seq 50); do
+		scraped=$(curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null) && break
+		sleep 0.1
+	done
+	grep -q '^node_textfile_scrape_error 0$' <<<"$scraped" || fail "node_exporter: $(grep textfile <<<"$scraped")"
+	grep -q "^epollfix_calls_total{cgroup=\"[^\"]*\",function=\"epoll_wait\",ns_pid=\"$loop\",pid=\"$loop\",program=\"ef-sleep\"} [1-9]" <<<"$scraped" ||
+		fail "not served: $(grep epollfix_calls <<<"$scraped")"
+}
+
+@test "status: a process in its own pid namespace shows its pid there and its cgroup, in text, JSON and metrics" {
+	[ "$(id -u)" = 0 ] || skip "a pid namespace needs root here"
+	command -v unshare >/dev/null || skip "no unshare"
+	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --mount-proc \
+		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	# The host pid of the program: the child of unshare's child.
+	for i in $(seq 50); do
+		host=$(pgrep -f -n "ef-sleep --count 1000000" | head -1)
+		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	run "$cmd" status "$host"
+	assert_success
+	assert_line --regexp "^epollfix\[$host\] container: pid 1 in its namespace, cgroup /"
+	run "$cmd" status --json "$host"
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["ns_pid"] == 1 and d["cgroup"].startswith("/"), d' <<<"$output"
+	run "$cmd" status --metrics "$host"
+	assert_success
+	assert_output --partial "pid=\"$host\",program=\"ef-sleep\",ns_pid=\"1\""
+}
+
+@test "status: the table shows the lateness of timed waits, JSON has it with the hinted waits and threads" {
+	start_loop
+	sleep 0.3
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^ *$started ef-sleep .* [0-9]+/[0-9]+us  works$"
+	run "$cmd" status --json "$started"
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["late"]["waits"] > 100 and 0 < d["late"]["p50_us"] <= d["late"]["p99_us"], d["late"]
+assert d["threads"] == 1 and d["hinted"] == 0, d' <<<"$output"
+}
