@@ -393,7 +393,7 @@ go_build() {
 		sed -n -e 's/^epollfix\[[0-9]*\] \(site: [^:]*:\).*/\1/p' \
 			-e 's/^epollfix\[[0-9]*\] \([^:]*: [^0-9]*\).*/\1/p' | sort
 	}
-	assert_equal "$(keys <"$BATS_TEST_TMPDIR/report")" "$(grep -v -e '] library: ' -e '] rates: ' <<<"$live" | keys)"
+	assert_equal "$(keys <"$BATS_TEST_TMPDIR/report")" "$(grep -v -e '] library: ' -e '] rates: ' -e '] container: ' <<<"$live" | keys)"
 	assert_equal "$(grep -c '] site: ' "$BATS_TEST_TMPDIR/report")" "$(grep -c '] site: ' <<<"$live")"
 	grep -q "] site: ef-server: " "$BATS_TEST_TMPDIR/report" || fail "$(cat "$BATS_TEST_TMPDIR/report")"
 }
