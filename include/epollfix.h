@@ -45,6 +45,7 @@ struct epollfix_counters {
 	uint64_t retries;            /* times a back-off ended and upgrades were tried again */
 	uint64_t hinted;             /* waits that took an exact timeout (epollfix_hint_ns) */
 	uint64_t hint_stale;         /* hints dropped: the next wait's timeout did not fit */
+	uint64_t rationed;           /* waits left as asked: EPOLLFIX_MAX_EXTRA reached */
 };
 
 /* The library's version, EPOLLFIX_VERSION of the header it was built with. */

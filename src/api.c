@@ -44,6 +44,7 @@ EXPORT int epollfix_counters(struct epollfix_counters *out, size_t size)
 		.retries = t.retries,
 		.hinted = t.hinted,
 		.hint_stale = t.hint_stale,
+		.rationed = t.rationed,
 	};
 	memcpy(out, &all, size < sizeof(all) ? size : sizeof(all));
 	return 0;

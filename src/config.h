@@ -52,6 +52,9 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	    "it (libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; " \
 	    "safe: also leave alone every stream not shown to be sub-ms (a whole host); "         \
 	    "off: upgrade every rounded-up wait by SUBMS steps")                                 \
+	NUM(max_extra, MAX_EXTRA, "max-extra", INT, 1, 1000000, 1000, 1000, ef_off_word, "=VALUE",  \
+	    "wake-ups the library may add per second in a process (early wake-ups the "         \
+	    "program asks the same again after); past it waits pass as asked; off: no limit")   \
 	NUM(seccomp_trust, SECCOMP, "seccomp", WORD, 0, 1, 0, 0, ef_seccomp_words, "=VALUE",     \
 	    "safe: under a seccomp filter in force at start, whose content cannot be read, never " \
 	    "call epoll_pwait2 or set timer slack; trust: that filter allows both (Docker's "     \

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "policy.h"
 #include "real.h"
+#include "ration.h"
 #include "recognize.h"
 #include "sandbox.h"
 #include "state.h"
@@ -252,22 +253,26 @@ static __attribute__((noinline, cold)) void debug_line(enum ef_call call, int ep
 {
 	static const char *const what[] = { "passed through", "passed through (1ms meant)",
 					    "upgraded to ", "clamped to ",
-					    "clamped (no epoll_pwait2) to " };
+					    "clamped (no epoll_pwait2) to ",
+					    "to the first request's bound, " };
 	char ms[16] = "";
 
 	if (d.action == EF_CLAMP_MS)
 		ef_fmt(&EF_BUF(ms), "%dms", d.timeout_ms);
 	ef_log(EF_LOG_DEBUG, "%s(epfd=%d, timeout=%dms) %s%s = %d",
 	       call == EF_CALL_WAIT ? "epoll_wait" : "epoll_pwait", epfd, timeout, what[d.action],
-	       d.action == EF_UPGRADE || d.action == EF_CLAMP ? EF_DUR(d.wait_ns) : ms, r);
+	       d.action == EF_UPGRADE || d.action == EF_CLAMP || d.action == EF_BOUNDED
+		       ? EF_DUR(d.wait_ns)
+		       : ms,
+	       r);
 }
 
 static enum ef_outcome outcome_of(enum ef_action meant, enum ef_action done)
 {
 	if (meant == EF_GENUINE)
 		return EF_O_GENUINE;
-	if (meant == EF_UPGRADE)
-		return done == EF_UPGRADE ? EF_O_UPGRADED : EF_O_UPGRADE_FELL_BACK;
+	if (meant == EF_UPGRADE || meant == EF_BOUNDED)
+		return done == meant ? EF_O_UPGRADED : EF_O_UPGRADE_FELL_BACK;
 	if (meant == EF_CLAMP)
 		return done == EF_CLAMP ? EF_O_CLAMPED : EF_O_CLAMP_FELL_BACK;
 	return EF_O_PASSED;
@@ -378,17 +383,24 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 	if (ef_wants_clock(c, t, timeout))
 		in.now_ns = mono_ns();
 	struct ef_decision d = ef_before(c, t, &in);
+	int rationed = d.action == EF_UPGRADE && d.ration_ns >= 0 &&
+		       !ef_ration_take(c->max_extra, in.now_ns);
+	if (rationed)
+		d = ef_rationed(t, d, timeout);
 	enum ef_action meant = d.action;
 	int r = REFUSED, why = 0;
 
 	learned(d.learned);
-	if ((d.action == EF_UPGRADE || d.action == EF_CLAMP) && !ef_pwait2_usable((int)c->seccomp_trust))
+	int fine = d.action == EF_UPGRADE || d.action == EF_CLAMP || d.action == EF_BOUNDED;
+	if (fine && !ef_pwait2_usable((int)c->seccomp_trust)) {
 		d = ef_without_pwait2(d, timeout);
-	if (d.action == EF_UPGRADE)
+		fine = 0;
+	}
+	if (d.action == EF_UPGRADE || d.action == EF_BOUNDED)
 		slack_for_wait(c);
 	else
 		slack_restore();
-	if (d.action == EF_UPGRADE || d.action == EF_CLAMP) {
+	if (fine) {
 		r = wait_fine(epfd, ev, maxevents, d.wait_ns, mask, &why);
 		if (r == REFUSED) {
 			d = ef_without_pwait2(d, timeout);
@@ -408,6 +420,8 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 	learned(ef_after(c, t, &in, d, r, end));
 	if (d.ended)
 		ef_stats_site_ended(my_slot(), &tls.row, d.ended);
+	if (rationed)
+		ef_stats_add(my_slot(), EF_K_RATIONED);
 	if (ef_rounded_up(c, timeout))
 		ef_stats_site(my_slot(), &tls.row, ra, ef_site_of(t, ra), d, caller_flags(rt));
 	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, outcome_of(meant, d.action), r);

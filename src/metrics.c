@@ -133,6 +133,9 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 	COUNTER(out, looks, n, "epollfix_empty_zero_polls_total",
 		"Zero-timeout polls that found nothing.", empty_zero);
 	COUNTER(out, looks, n, "epollfix_threads_total", "Threads that made an epoll wait.", threads);
+	COUNTER(out, looks, n, "epollfix_rationed_waits_total",
+		"Waits left as asked because the wake-ups the library added reached EPOLLFIX_MAX_EXTRA.",
+		rationed);
 
 	family(out, "epollfix_wait_lateness_seconds", "histogram",
 	       "How late the library's timed waits (upgraded or hinted) came back after their timeout.");

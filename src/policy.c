@@ -275,7 +275,23 @@ static int64_t run_wait(const struct ef_config *c, struct ef_thread *t, const st
 
 static struct ef_decision upgrade(int64_t wait_ns, int timeout_ms)
 {
-	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING, NULL };
+	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING, NULL, -1 };
+}
+
+/* The tail guarantee. A request of T ms at t0 says the program's deadline is
+ * no later than t0 + T: without the library it would wake there. A run that
+ * goes on (the program asked the same again after an early wake-up) is still
+ * that chase, so a wait of it that the policy gives up, or that is rationed,
+ * ends at that bound (left_ns from now), not a whole request later; past the
+ * bound (a stream of requests that never ends, no single chase) the request
+ * passes as it is. */
+static struct ef_decision bounded(struct ef_decision d, int64_t left_ns, int timeout_ms)
+{
+	if (left_ns >= 0 && left_ns < (int64_t)timeout_ms * NS_PER_MS) {
+		d.action = EF_BOUNDED;
+		d.wait_ns = left_ns;
+	}
+	return d;
 }
 
 /* A rounded-up request with EPOLLFIX_ADAPT on, from an unrecognised caller. */
@@ -284,15 +300,17 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 {
 	struct ef_run *r = &t->run;
 	int T = call->timeout_ms;
+	/* A run that goes on: the time left to its first request's bound. */
+	int64_t left = r->open ? r->start_ns + (int64_t)r->first_ms * NS_PER_MS - call->now_ns : -1;
 
 	if (t->learn.backoff_left) {
 		d.action = EF_GENUINE;
-		return d;
+		return r->open ? bounded(d, max64(left, 0), T) : d;
 	}
 	struct ef_site *s = site_claim(t, call->site);
 	if (s->backoff_left) {
 		d.action = EF_GENUINE;
-		return d;
+		return r->open ? bounded(d, max64(left, 0), T) : d;
 	}
 	if (!r->open) {
 		int predict = s->ring_n != 0;
@@ -323,18 +341,33 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			d.learned = EF_LEARNED_GENUINE;
 			return d;
 		}
-		return upgrade(min64(c->subms_ns + (int64_t)(T - 1) * NS_PER_MS,
-				     (int64_t)T * NS_PER_MS),
-			       T);
+		d = upgrade(min64(c->subms_ns + (int64_t)(T - 1) * NS_PER_MS, (int64_t)T * NS_PER_MS), T);
+		d.ration_ns = (int64_t)T * NS_PER_MS; /* past any bound: as asked */
+		return d;
 	}
-	return upgrade(run_wait(c, t, s, elapsed, T), T);
+	int64_t w = run_wait(c, t, s, elapsed, T);
+	if (left < 0) { /* the run's first wait */
+		d = upgrade(w, T);
+		/* In a stream that never ends every early wake-up is one the
+		 * library adds, the first of a run too; elsewhere the first is
+		 * aimed at the deadline, and only asking again shows an early one.
+		 * A site just rationed: its first waits too, or each run would
+		 * still add one early wake-up, free (a ticker's every other). */
+		if (s->shape == EF_SHAPE_ENDLESS || s->rationed)
+			d.ration_ns = (int64_t)T * NS_PER_MS;
+		return d;
+	}
+	/* Never past the first request's bound while the chase goes on. */
+	d = upgrade(left > 0 ? min64(w, left) : w, T);
+	d.ration_ns = left > 0 ? left : (int64_t)T * NS_PER_MS;
+	return d;
 }
 
 EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 			     const struct ef_request *call)
 {
 	int T = call->timeout_ms;
-	struct ef_decision d = { EF_PASS, 0, T, EF_LEARNED_NOTHING, NULL };
+	struct ef_decision d = { EF_PASS, 0, T, EF_LEARNED_NOTHING, NULL, -1 };
 
 	if (c->disable) {
 		t->run.open = 0;
@@ -384,9 +417,20 @@ struct ef_decision ef_without_pwait2(struct ef_decision d, int timeout_ms)
 		d.timeout_ms = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 		return d;
 	}
-	if (d.action == EF_UPGRADE)
+	if (d.action == EF_UPGRADE || d.action == EF_BOUNDED)
 		d.action = EF_PASS;
 	d.timeout_ms = timeout_ms;
+	return d;
+}
+
+struct ef_decision ef_rationed(struct ef_thread *t, struct ef_decision d, int timeout_ms)
+{
+	if (t->run.open)
+		t->sites[t->run.site].rationed = 1;
+	t->run.open = 0;
+	d.action = EF_PASS;
+	d = bounded(d, d.ration_ns, timeout_ms);
+	d.ration_ns = -1;
 	return d;
 }
 
@@ -427,7 +471,7 @@ EF_WAIT_PATH enum ef_learned ef_after(const struct ef_config *c, struct ef_threa
 	else
 		ef_observe(t, T, result);
 
-	if (done.action == EF_GENUINE)
+	if (done.action == EF_GENUINE || done.action == EF_BOUNDED)
 		return left_alone(t, call->site);
 	if (!r->open)
 		return EF_LEARNED_NOTHING;
@@ -435,6 +479,8 @@ EF_WAIT_PATH enum ef_learned ef_after(const struct ef_config *c, struct ef_threa
 		r->open = 0;
 		return EF_LEARNED_NOTHING;
 	}
+	if (done.ration_ns >= 0) /* an added wake-up was let through */
+		t->sites[r->site].rationed = 0;
 	/* How much later than asked wake-ups return here, averaged over 8. A
 	 * wake-up delayed by a busy machine counts as at most OVERSHOOT_MAX, so
 	 * one stall does not pull the next runs' first waits far forward. */

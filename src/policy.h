@@ -25,6 +25,8 @@ enum ef_action {
 	EF_UPGRADE,  /* epoll_pwait2 with wait_ns: a rounded-up sub-ms request */
 	EF_CLAMP,    /* epoll_pwait2 with wait_ns: a busy zero-timeout loop slowed down */
 	EF_CLAMP_MS, /* the real call with timeout_ms: a clamp without epoll_pwait2 */
+	EF_BOUNDED,  /* epoll_pwait2 with wait_ns, until the first request's bound of a
+			chase given up (or rationed): never later than without the library */
 };
 
 /* What a call site is, as far as the code at its return address tells
@@ -49,6 +51,11 @@ struct ef_decision {
 	int timeout_ms;
 	enum ef_learned learned; /* what ef_before learned on the way */
 	const void *ended;       /* the site whose run this call ended, or NULL */
+	/* An upgraded wait of a run that goes on is a wake-up the library adds:
+	 * ration_ns >= 0 is what it waits instead when none may be added now
+	 * (ef_rationed): the time left to the run's first request's bound.
+	 * -1: not an added wake-up. */
+	int64_t ration_ns;
 };
 
 struct ef_request {
@@ -89,6 +96,9 @@ struct ef_site {
 	uint8_t trial_in;        /* while that is most: runs until one is predicted again */
 	uint8_t asks_else;       /* of runs that ended, how many by the program asking
 				    something else (asyncio's zero poll): an average, 255 for all */
+	uint8_t rationed;        /* its last added wake-up was refused (EPOLLFIX_MAX_EXTRA):
+				    its runs' first waits count as added ones too, until one
+				    is let through */
 	int64_t ring[EF_RING];   /* offsets from run start by which a deadline had passed */
 	int64_t probe_step;      /* how much earlier than predicted the next probe wakes */
 	int64_t quick_gap_ns;    /* how soon the program asks again after a wake-up it did
@@ -179,6 +189,11 @@ struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 /* The same decision when epoll_pwait2 cannot be used: upgrades pass through,
  * clamps round up to whole milliseconds. */
 struct ef_decision ef_without_pwait2(struct ef_decision d, int timeout_ms);
+
+/* The same decision when no wake-up may be added now (EPOLLFIX_MAX_EXTRA): the
+ * wait ends at the run's first request's bound, or passes unchanged when that
+ * is a whole request away. The run is over for the learner. */
+struct ef_decision ef_rationed(struct ef_thread *t, struct ef_decision d, int timeout_ms);
 
 /* done: what was really run (after ef_without_pwait2); result: its return. */
 enum ef_learned ef_after(const struct ef_config *c, struct ef_thread *t, const struct ef_request *call,

@@ -98,6 +98,10 @@ void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long 
 	ef_late_line(t, line(out, pid, "late after timeout"));
 	ef_fmt(out, "\n");
 	ef_fmt(line(out, pid, "fell back"), "%" PRIu64 "\n", t->fell_back);
+	if (t->rationed || c->max_extra)
+		ef_fmt(line(out, pid, "rationed"),
+		       "%" PRIu64 " (waits left as asked: more than %" PRId64 " added wake-ups a second)\n",
+		       t->rationed, c->max_extra);
 	ef_fmt(line(out, pid, "threads"), "%" PRIu64 " that waited (%" PRIu64 " shared the last slot: more than %d alive at once)\n",
 	       t->threads, t->threads_shared, EF_SLOTS - 1);
 	ef_fmt(line(out, pid, "empty zero-timeout polls"), "%" PRIu64 ", longest streak %" PRIu64 "\n",

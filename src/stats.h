@@ -75,6 +75,7 @@ enum {
 	EF_K_RETRIES,
 	EF_K_HINT_STALE, /* hints dropped: the call's timeout did not fit them */
 	EF_K_THREADS,    /* threads that took the slot (the shared one: that shared it) */
+	EF_K_RATIONED,   /* waits left as asked: the wake-ups added hit EPOLLFIX_MAX_EXTRA */
 	/* Empty zero-timeout polls, whatever their outcome, by function
 	 * (EF_K_EMPTY + call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is
 	 * never written, it is these less the other outcomes. */
@@ -270,6 +271,7 @@ struct ef_totals {
 	uint64_t genuine, learned_genuine, learned_subms, retries;
 	uint64_t hinted, hint_stale;
 	uint64_t threads, threads_shared; /* threads counted, and of them those that shared a slot */
+	uint64_t rationed;
 	uint64_t late[EF_LATE_BUCKETS], late_ns; /* lateness (EF_K_LATE) */
 };
 

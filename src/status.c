@@ -666,11 +666,11 @@ static void json_look(FILE *out, const struct look *l, const struct rates *r)
 	for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)
 		late_n += t->late[b];
 	fprintf(out,
-		",\"hinted\":%llu,\"hint_stale\":%llu,\"threads\":%llu,\"threads_shared\":%llu,"
+		",\"hinted\":%llu,\"hint_stale\":%llu,\"rationed\":%llu,\"threads\":%llu,\"threads_shared\":%llu,"
 		"\"late\":{\"waits\":%llu,\"p50_us\":%lld,\"p99_us\":%lld,\"mean_us\":%llu},"
 		"\"ns_pid\":%ld,\"cgroup\":",
 		(unsigned long long)t->hinted, (unsigned long long)t->hint_stale,
-		(unsigned long long)t->threads, (unsigned long long)t->threads_shared,
+		(unsigned long long)t->rationed, (unsigned long long)t->threads, (unsigned long long)t->threads_shared,
 		(unsigned long long)late_n, late_bound_json(ef_late_quantile_us(t, 500)),
 		late_bound_json(ef_late_quantile_us(t, 990)),
 		(unsigned long long)(late_n ? t->late_ns / late_n / 1000 : 0), l->ns_pid);

@@ -59,6 +59,7 @@ void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_to
 		t->retries += c[EF_K_RETRIES];
 		t->hint_stale += c[EF_K_HINT_STALE];
 		t->threads += c[EF_K_THREADS];
+		t->rationed += c[EF_K_RATIONED];
 		if (nslots == EF_SLOTS && i == EF_SLOTS - 1)
 			t->threads_shared += c[EF_K_THREADS];
 		for (unsigned b = 0; b < EF_LATE_BUCKETS; b++)

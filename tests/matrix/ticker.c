@@ -5,13 +5,17 @@
  * event: nothing in the stream tells it from a loop whose 1 ms hides a
  * sub-millisecond deadline.
  *
- *   ef-m-ticker [--ms 1000] [--work-us 5]
+ *   ef-m-ticker [--ms 1000] [--work-us 5] [--threads 1]
+ *
+ * With --threads N, N-1 more threads run the same loop on epoll sets of their
+ * own (a service with many loops); vcsw and cpu are the whole process's.
  *
  * Prints "ticks=N elapsed_ms=.. vcsw=.. cpu_us=.. after_ms=.. after_vcsw=..
  * after_cpu_us=..": the whole run, then from 100 ms on (getrusage and the
  * process CPU clock in the process itself). */
 #include "mx.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -28,10 +32,29 @@ static void work(int64_t work_ns)
 	sink = x;
 }
 
+static long work_us_all;
+
+/* Another thread's loop, until the main one's end. */
+static void *other_loop(void *arg)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev[8];
+	int64_t end = *(const int64_t *)arg;
+	while (ep >= 0 && now_ns() < end) {
+		epoll_wait(ep, ev, 8, 1);
+		work(work_us_all * 1000);
+	}
+	if (ep >= 0)
+		close(ep);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	long ms = mx_arg(argc, argv, "--ms", 1000);
 	long work_us = mx_arg(argc, argv, "--work-us", 5);
+	long threads = mx_arg(argc, argv, "--threads", 1);
+	work_us_all = work_us;
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0 || ms <= 100) {
 		fprintf(stderr, ep < 0 ? "epoll_create1 failed\n" : "--ms must be over 100\n");
@@ -42,6 +65,11 @@ int main(int argc, char **argv)
 	int64_t start = now_ns(), end = start + ms * 1000000, mark_at = start + 100000000;
 	int64_t cpu0 = cpu_ns(), cpu_mark = 0, t_mark = 0;
 	long csw0 = nvcsw(), csw_mark = -1;
+	pthread_t others[256];
+	long started = 0;
+	for (; started < threads - 1 && started < 256; started++)
+		if (pthread_create(&others[started], NULL, other_loop, &end) != 0)
+			break;
 	for (int64_t t = start; t < end; t = now_ns()) {
 		if (csw_mark < 0 && t >= mark_at) {
 			t_mark = t;
@@ -57,6 +85,8 @@ int main(int argc, char **argv)
 	}
 	int64_t t = now_ns(), cpu = cpu_ns();
 	long csw = nvcsw();
+	for (long i = 0; i < started; i++)
+		pthread_join(others[i], NULL);
 	printf("ticks=%ld elapsed_ms=%lld vcsw=%ld cpu_us=%lld after_ms=%lld after_vcsw=%ld "
 	       "after_cpu_us=%lld\n",
 	       ticks, (long long)((t - start) / 1000000), csw - csw0, (long long)((cpu - cpu0) / 1000),

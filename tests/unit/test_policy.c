@@ -44,6 +44,7 @@ Test(policy, max_ms_widens_the_window)
 {
 	cfg.max_ms = 3;
 	cr_assert_eq(decide(2, 0, EF_CALLER_UNKNOWN).wait_ns, 1 * MS + 50000);
+	th = (struct ef_thread){ 0 }; /* a new run, not the same chase asked again */
 	cr_assert_eq(decide(3, 0, EF_CALLER_UNKNOWN).wait_ns, 2 * MS + 50000);
 	cr_assert_eq(decide(4, 0, EF_CALLER_UNKNOWN).action, EF_PASS);
 }
@@ -94,7 +95,7 @@ Test(policy, streak_counts_only_empty_zero_polls)
 static void observe_timed(int result, int64_t start_ns, int64_t end_ns)
 {
 	struct ef_request in = { 0, site_a, EF_CALLER_UNKNOWN, start_ns };
-	struct ef_decision d = { EF_PASS, 0, 0, EF_LEARNED_NOTHING, NULL };
+	struct ef_decision d = { EF_PASS, 0, 0, EF_LEARNED_NOTHING, NULL, -1 };
 	ef_after(&cfg, &th, &in, d, result, end_ns);
 }
 
@@ -591,4 +592,47 @@ Test(grid, back_off_ends_and_doubles_when_confirmed)
 	for (int i = 0; i < EF_LEARN_SAMPLES; i++)
 		run_to_event(2, (i + 200) * MS + 50000);
 	cr_assert_eq(th.learn.backoff_left, 2 * first, "confirmed: twice as long");
+}
+
+/* The tail guarantee: a chase the policy gives up ends at its first request's
+ * bound, never a whole request after the point it was given up at. */
+Test(policy, a_chase_given_up_ends_at_its_first_requests_bound)
+{
+	struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, 0 };
+	struct ef_decision d = ef_before(&cfg, &th, &in);
+	cr_assert_eq(d.action, EF_UPGRADE);
+	cr_assert_eq(d.ration_ns, -1, "a run's first wait is aimed at the deadline: not an added one");
+	ef_after(&cfg, &th, &in, d, 0, 60 * 1000);
+	/* Asked the same again, quickly: the chase goes on; then the site is
+	 * left alone (a back-off) before its deadline is found. */
+	th.sites[th.run.site].backoff_left = 100;
+	in.now_ns = 700 * 1000;
+	d = ef_before(&cfg, &th, &in);
+	cr_assert_eq(d.action, EF_BOUNDED, "given up mid-chase: %d", d.action);
+	cr_assert_eq(d.wait_ns, 300 * 1000, "the bound is 1 ms after the first request");
+	/* Past that, a new request passes as asked. */
+	in.now_ns = 2 * MS;
+	cr_assert_eq(ef_before(&cfg, &th, &in).action, EF_GENUINE);
+}
+
+Test(policy, an_upgraded_wait_of_a_chase_never_passes_the_bound_and_is_rationable)
+{
+	struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, 0 };
+	struct ef_decision d = ef_before(&cfg, &th, &in);
+	ef_after(&cfg, &th, &in, d, 0, 60 * 1000);
+	in.now_ns = 980 * 1000;
+	d = ef_before(&cfg, &th, &in);
+	cr_assert_eq(d.action, EF_UPGRADE);
+	cr_assert_leq(d.wait_ns, 20 * 1000, "past the bound: %lld", (long long)d.wait_ns);
+	cr_assert_eq(d.ration_ns, 20 * 1000, "an added wake-up, rationed to the bound");
+	struct ef_decision r = ef_rationed(&th, d, 1);
+	cr_assert_eq(r.action, EF_BOUNDED);
+	cr_assert_eq(r.wait_ns, 20 * 1000);
+	/* A rationed wait whose bound is a whole request away passes as asked. */
+	d.ration_ns = MS;
+	cr_assert_eq(ef_rationed(&th, d, 1).action, EF_PASS);
+	/* The site was rationed: its next run's first wait counts as added too. */
+	in.now_ns = 3 * MS;
+	cr_assert_eq(ef_before(&cfg, &th, &in).ration_ns, MS);
+	cr_assert_eq(ef_without_pwait2(r, 1).action, EF_PASS, "no epoll_pwait2: the real call");
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bats
+# Never unbounded: the library adds at most EPOLLFIX_MAX_EXTRA wake-ups a second
+# to a process (1000 by default, after a burst of half a second's worth),
+# whatever its threads do, and a chase it gives up or rations ends at its
+# first request's bound (tests/unit/test_policy.c checks the bound itself).
+
+load helpers
+
+MX=$EPOLLFIX_TESTS_BUILD/matrix
+
+# per_s FIELD_COUNT FIELD_MS: a count over its window, per second.
+per_s() {
+	awk -v n="$(field "$1")" -v ms="$(field "$2")" 'BEGIN { printf "%d", n * 1000 / ms }'
+}
+
+@test "ceiling: a 1 ms ticker, one thread or 64, gets at most the documented added wake-ups" {
+	[ -x "$MX/ef-m-ticker" ] || skip "no ef-m-ticker"
+	for threads in 1 64; do
+		run "$MX/ef-m-ticker" --ms 1500 --threads "$threads"
+		assert_success
+		without=$(per_s after_vcsw after_ms)
+		run --separate-stderr preload EPOLLFIX_STATS=1 "$MX/ef-m-ticker" --ms 1500 --threads "$threads"
+		assert_success
+		with=$(per_s after_vcsw after_ms)
+		# 1000 a second, the burst of 500 spread over the 1.4 s window, and
+		# the noise of a shared VM on top.
+		[ "$with" -le $((without + 1000 + 500 + 500)) ] ||
+			fail "$threads thread(s): $without wake-ups/s without, $with with"
+		grep -q '] rationed: [1-9][0-9]* (waits left as asked: more than 1000 added' <<<"$stderr" ||
+			fail "nothing rationed: $stderr"
+	done
+}
+
+@test "ceiling: EPOLLFIX_MAX_EXTRA=off leaves the stream its SUBMS steps (the cost it bounds)" {
+	[ -x "$MX/ef-m-ticker" ] || skip "no ef-m-ticker"
+	run "$MX/ef-m-ticker" --ms 1000
+	without=$(per_s after_vcsw after_ms)
+	run preload EPOLLFIX_MAX_EXTRA=off "$MX/ef-m-ticker" --ms 1000
+	with=$(per_s after_vcsw after_ms)
+	[ "$with" -ge $((without * 4)) ] || fail "off: $with wake-ups/s, without the library $without"
+}
+
+@test "ceiling: a never-ending stream that wants 50 us keeps it when listed as a sub-ms caller" {
+	[ -x "$MX/ef-m-libev" ] || skip "no ef-m-libev"
+	# 3000 timers of 50 us: far more added wake-ups than the ceiling lets by.
+	run preload "$MX/ef-m-libev" --us 50 --count 3000
+	assert_success
+	[ "$(field lateness_p90_us)" -gt 500 ] || fail "not rationed: $output"
+	run preload EPOLLFIX_SUBMS_CALLERS=libev.so "$MX/ef-m-libev" --us 50 --count 3000
+	assert_success
+	[ "$(field lateness_p90_us)" -lt 500 ] || fail "rationed though listed: $output"
+}
+
+@test "ceiling: the tail of genuine 1 ms timers in a C libev loop is no later than without the library" {
+	[ -x "$MX/ef-m-libev" ] || skip "no ef-m-libev"
+	run "$MX/ef-m-libev" --us 1000 --count 500
+	without=$(field lateness_p99_us)
+	run preload "$MX/ef-m-libev" --us 1000 --count 500
+	with=$(field lateness_p99_us)
+	# A wide margin for a shared VM; the figures are in tests/matrix.
+	[ "$with" -le $((without + 200)) ] || fail "p99 $with us with, $without us without"
+}
