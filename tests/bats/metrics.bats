@@ -12,7 +12,7 @@ setup() {
 
 teardown() {
 	local p
-	while read -r p; do kill "$p" 2>/dev/null || true; done <"$pids_file"
+	tac "$pids_file" | while read -r p; do kill "$p" 2>/dev/null || true; done
 	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
 }
 
@@ -93,7 +93,9 @@ start_loop() {
 @test "status: a process in its own pid namespace shows its pid there and its cgroup, in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "a pid namespace needs root here"
 	command -v unshare >/dev/null || skip "no unshare"
-	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --mount-proc \
+	# unshare ignores SIGTERM while its child runs: teardown stops the child
+	# (its host pid goes to the list below) and unshare follows.
+	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
 		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
 	# The host pid of the program: the child of unshare's child.
 	for i in $(seq 50); do
@@ -101,6 +103,8 @@ start_loop() {
 		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
+	[ -n "$host" ] || fail "the program did not start in its namespace"
+	echo "$host" >>"$pids_file"
 	run "$cmd" status "$host"
 	assert_success
 	assert_line --regexp "^epollfix\[$host\] container: pid 1 in its namespace, cgroup /"

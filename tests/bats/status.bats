@@ -74,9 +74,9 @@ report_field() {
 
 	run --separate-stderr "$cmd" status
 	assert_success
-	assert_line --index 0 --regexp '^ +PID PROGRAM +VERSION +UPGRADED +/s +CLAMPED +/s +PASSED +/s +EPOLL_PWAIT2$'
-	assert_line --regexp "^ *$c_pid ef-server +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +0 +0 +[0-9]+ +[0-9.]+  works$"
-	assert_line --regexp "^ *$py_pid python3 +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+  works$"
+	assert_line --index 0 --regexp '^ +PID PROGRAM +VERSION +UPGRADED +/s +CLAMPED +/s +PASSED +/s +LATE p50/p99 +EPOLL_PWAIT2$'
+	assert_line --regexp "^ *$c_pid ef-server +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +0 +0 +[0-9]+ +[0-9.]+ +[-0-9a-z/]+  works$"
+	assert_line --regexp "^ *$py_pid python3 +[0-9.]+ +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9.]+ +[-0-9a-z/]+  works$"
 
 	# The full report, the exit report's lines, and counts that grow.
 	run "$cmd" status "$c_pid"
