@@ -12,7 +12,9 @@ setup() {
 
 teardown() {
 	local p
-	tac "$pids_file" | while read -r p; do kill "$p" 2>/dev/null || true; done
+	# SIGKILL: unshare ignores SIGTERM while its child runs (--kill-child then
+	# takes the child with it).
+	tac "$pids_file" | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
 	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
 }
 
@@ -93,8 +95,6 @@ start_loop() {
 @test "status: a process in its own pid namespace shows its pid there and its cgroup, in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "a pid namespace needs root here"
 	command -v unshare >/dev/null || skip "no unshare"
-	# unshare ignores SIGTERM while its child runs: teardown stops the child
-	# (its host pid goes to the list below) and unshare follows.
 	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
 		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
 	# The host pid of the program: the child of unshare's child.
