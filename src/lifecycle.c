@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "live.h"
+#include "ration.h"
 #include "real.h"
 #include "recognize.h"
 #include "state.h"
@@ -18,6 +19,7 @@ static void after_fork_child(void)
 	ef_state_after_fork();
 	ef_pwait2_after_fork();
 	ef_interpose_after_fork();
+	ef_ration_after_fork();
 }
 
 __attribute__((constructor)) static void epollfix_init(void)

@@ -305,12 +305,12 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 
 	if (t->learn.backoff_left) {
 		d.action = EF_GENUINE;
-		return r->open ? bounded(d, max64(left, 0), T) : d;
+		return r->open && left > (int64_t)(T - 1) * NS_PER_MS ? bounded(d, left, T) : d;
 	}
 	struct ef_site *s = site_claim(t, call->site);
 	if (s->backoff_left) {
 		d.action = EF_GENUINE;
-		return r->open ? bounded(d, max64(left, 0), T) : d;
+		return r->open && left > (int64_t)(T - 1) * NS_PER_MS ? bounded(d, left, T) : d;
 	}
 	if (!r->open) {
 		int predict = s->ring_n != 0;
@@ -357,9 +357,12 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			d.ration_ns = (int64_t)T * NS_PER_MS;
 		return d;
 	}
-	/* Never past the first request's bound while the chase goes on. */
-	d = upgrade(left > 0 ? min64(w, left) : w, T);
-	d.ration_ns = left > 0 ? left : (int64_t)T * NS_PER_MS;
+	/* Never past the first request's bound while the chase goes on. A
+	 * request that says its deadline lies beyond that bound (more than
+	 * T-1 ms away) starts another chase: its own bound holds. */
+	int chase = left > (int64_t)(T - 1) * NS_PER_MS;
+	d = upgrade(chase ? min64(w, max64(left, NS_PER_US)) : w, T);
+	d.ration_ns = chase ? left : (int64_t)T * NS_PER_MS;
 	return d;
 }
 

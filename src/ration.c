@@ -15,6 +15,11 @@
 
 static _Atomic int64_t ahead; /* when the meter would be empty again */
 
+void ef_ration_after_fork(void)
+{
+	atomic_store_explicit(&ahead, 0, memory_order_relaxed);
+}
+
 int ef_ration_take(int64_t per_s, int64_t now_ns)
 {
 	if (per_s <= 0) /* off: no ceiling */

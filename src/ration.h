@@ -9,4 +9,8 @@
  * and it is counted; 0 when the ceiling is reached. Lock-free. */
 int ef_ration_take(int64_t per_s, int64_t now_ns);
 
+/* In a fork child: a process of its own, with a ceiling of its own (the
+ * parent's threads may have spent the one it copied). */
+void ef_ration_after_fork(void);
+
 #endif

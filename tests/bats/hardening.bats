@@ -217,6 +217,9 @@ same() {
 }
 
 @test "a thread cancelled during the library's first reading of its configuration leaves it working" {
+	# AddressSanitizer reports its own thread teardown after the forced unwind
+	# of a cancellation (the unwound frames are never unpoisoned).
+	[ -z "${EPOLLFIX_PRELOAD_EXTRA:-}" ] || skip "pthread_cancel's unwinding under AddressSanitizer"
 	# That reading opens files (cancellation points); before, a cancel there
 	# left it "reading" for ever, and every call of the process passed through.
 	run preload EF_CTOR_CANCEL=1 "$H/ef-ctor"

@@ -82,6 +82,10 @@ static void check_decision(const struct ef_config *c, const struct ef_thread *t,
 			      (T > 1 && c->adapt && d.wait_ns > (int64_t)(T - 1) * NS_PER_MS));
 		CHECK(caller != EF_CALLER_GENUINE || !c->adapt);
 		break;
+	case EF_BOUNDED: /* a chase given up: until its first request's bound */
+		CHECK(rounded && c->adapt && caller == EF_CALLER_UNKNOWN);
+		CHECK(d.wait_ns > (int64_t)(T - 1) * NS_PER_MS && d.wait_ns < (int64_t)T * NS_PER_MS);
+		break;
 	case EF_CLAMP:
 		CHECK(!c->disable && T == 0 && c->clamp_ns > 0);
 		CHECK(d.wait_ns == c->clamp_ns && d.wait_ns > 0 && d.wait_ns <= 1000 * NS_PER_MS);
