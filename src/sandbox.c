@@ -7,17 +7,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-/* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>,
- * <linux/filter.h> or <linux/audit.h>, and these values never change. */
-struct insn {
-	uint16_t code;
-	uint8_t jt, jf;
-	uint32_t k;
-};
-struct fprog {
-	unsigned short len;
-	const struct insn *filter;
-};
+/* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>
+ * or <linux/audit.h>, and these values never change. */
 struct seccomp_data_ {
 	int32_t nr;
 	uint32_t arch;
@@ -60,14 +51,14 @@ struct seccomp_data_ {
 /* Runs prog on d as the kernel would, to its return value; a program the
  * kernel would refuse, or that this reading cannot follow, returns RET_KILL.
  * Jumps only go forward, so it ends within len steps. */
-static uint32_t run(const struct insn *prog, unsigned len, const struct seccomp_data_ *d)
+static uint32_t run(const struct ef_bpf_insn *prog, unsigned len, const struct seccomp_data_ *d)
 {
 	uint32_t a = 0, x = 0, mem[16] = { 0 };
 	unsigned char data[sizeof(*d)];
 
 	memcpy(data, d, sizeof(data));
 	for (unsigned pc = 0; pc < len; pc++) {
-		const struct insn *i = &prog[pc];
+		const struct ef_bpf_insn *i = &prog[pc];
 		uint32_t k = i->k, src = i->code & 0x08 ? x : k;
 		switch (i->code & 0x07) {
 		case 0x00: /* LD */
@@ -163,7 +154,7 @@ static int allowed(uint32_t ret)
 	return action == RET_ALLOW || action == RET_LOG;
 }
 
-static uint32_t run_call(const struct fprog *p, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
+static uint32_t run_call(const struct ef_bpf_prog *p, long nr, uint64_t a0, uint64_t a1, uint64_t a2,
 			 uint64_t a3, uint64_t a4, uint64_t a5)
 {
 	const struct seccomp_data_ d = { .nr = (int32_t)(nr | NR_BIAS),
@@ -174,7 +165,7 @@ static uint32_t run_call(const struct fprog *p, long nr, uint64_t a0, uint64_t a
 
 unsigned ef_sandbox_verdict(const void *prog, int64_t slack_ns, int *why)
 {
-	const struct fprog *p = prog;
+	const struct ef_bpf_prog *p = prog;
 
 	*why = EF_WHY_FILTER_DENIES;
 	if (!AUDIT_ARCH || !p->filter || p->len == 0 || p->len > MAX_INSNS)

@@ -15,6 +15,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A classic-BPF program as prctl(PR_SET_SECCOMP) and seccomp(2) take it
+ * (struct sock_filter and struct sock_fprog, spelled out: musl's headers bring
+ * neither). */
+struct ef_bpf_insn {
+	uint16_t code;
+	uint8_t jt, jf;
+	uint32_t k;
+};
+struct ef_bpf_prog {
+	unsigned short len;
+	const struct ef_bpf_insn *filter;
+};
+
 /* The library's calls, as bits of a denied mask. */
 enum {
 	EF_DENY_PWAIT2 = 1, /* epoll_pwait2 */

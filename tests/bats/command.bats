@@ -180,11 +180,16 @@ project_version() {
 	assert_line --regexp "^epoll_pwait2: no: a probe was killed by signal (9|31)"
 }
 
-@test "meson install --destdir: the installed command finds the installed library; header and man page carry the version" {
-	command -v meson >/dev/null || skip "no meson"
+# install_tree: meson install into $BATS_TEST_TMPDIR/root, which $root names.
+install_tree() {
 	root=$BATS_TEST_TMPDIR/root
 	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
 	assert_success
+}
+
+@test "meson install --destdir: the installed command finds the installed library; header and man page carry the version" {
+	command -v meson >/dev/null || skip "no meson"
+	install_tree
 	bin=$(find "$root" -path '*/bin/epollfix')
 	lib=$(find "$root" -name libepollfix.so)
 	[ -x "$bin" ] && [ -f "$lib" ] || fail "installed: $(find "$root" -type f)"
@@ -219,23 +224,18 @@ project_version() {
 
 @test "meson install keeps an edited configuration file, and installs one where none is" {
 	command -v meson >/dev/null || skip "no meson"
-	root=$BATS_TEST_TMPDIR/root
-	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
-	assert_success
+	install_tree
 	conf=$(find "$root" -name epollfix.conf)
 	[ -f "$conf" ] || fail "no configuration file installed: $(find "$root" -type f)"
 	cmp "$conf" "$EPOLLFIX_SRC/doc/epollfix.conf" || fail "not the commented example"
 	echo 'subms = 20us # edited' >>"$conf"
-	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
-	assert_success
+	install_tree
 	[ "$(tail -n 1 "$conf")" = 'subms = 20us # edited' ] || fail "overwritten: $(tail -n 3 "$conf")"
 }
 
 @test "epollfix.conf(5) is installed and documents every setting of the sample file" {
 	command -v meson >/dev/null || skip "no meson"
-	root=$BATS_TEST_TMPDIR/root
-	run meson install -C "$EPOLLFIX_BUILD" --no-rebuild --destdir "$root"
-	assert_success
+	install_tree
 	page=$(find "$root" -path '*/man5/epollfix.conf.5')
 	[ -f "$page" ] || fail "no epollfix.conf(5)"
 	grep -q "^\.TH EPOLLFIX.CONF 5 .*\"epollfix $(project_version)\"" "$page" || fail "$(sed -n 2p "$page")"

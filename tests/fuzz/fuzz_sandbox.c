@@ -15,26 +15,16 @@
 			abort();  \
 	} while (0)
 
-struct insn {
-	uint16_t code;
-	uint8_t jt, jf;
-	uint32_t k;
-};
-struct fprog {
-	unsigned short len;
-	const struct insn *filter;
-};
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	size_t n = size / sizeof(struct insn);
+	size_t n = size / sizeof(struct ef_bpf_insn);
 	if (n > 64)
 		n = 64;
 	/* An exact-size copy, so AddressSanitizer sees any read past the end. */
-	struct insn *prog = malloc(n ? n * sizeof(*prog) : 1);
+	struct ef_bpf_insn *prog = malloc(n ? n * sizeof(*prog) : 1);
 	memcpy(prog, data, n * sizeof(*prog));
-	struct fprog fp = { (unsigned short)n, prog };
+	struct ef_bpf_prog fp = { (unsigned short)n, prog };
 	int why = 0;
 	unsigned denied = ef_sandbox_verdict(&fp, 1000, &why);
 	CHECK((denied & ~(unsigned)EF_DENY_ALL) == 0);
