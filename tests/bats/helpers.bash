@@ -40,6 +40,13 @@ python_bin() {
 	python3 -c 'import sys; print(sys.executable)'
 }
 
+# readme_block LANG MARKER: the first ```LANG block after the README line that
+# holds MARKER, as a user would copy it.
+readme_block() {
+	awk -v lang="$1" -v m="$2" 'index($0, m) { found = 1 } found && $0 == "```" lang { on = 1; next }
+		on && /^```/ { exit } on { print }' "$EPOLLFIX_SRC/README.md"
+}
+
 need_glibc() {
 	[ "$EPOLLFIX_LIBC" = glibc ] || skip "needs a glibc build ($EPOLLFIX_LIBC)"
 }

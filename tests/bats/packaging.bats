@@ -109,6 +109,56 @@ assert_demo() {
 	assert_output --partial "debian/changelog says $version.1, meson.build says $version"
 }
 
+# The README's container image, built as Docker would build it but without an
+# engine (none runs here): the image's root is an overlay of this Debian
+# machine's root in private mount and PID namespaces; COPY copies into it, RUN
+# runs in it under chroot, ENV is all the environment its programs get.
+in_image() { # in_image SCRIPT: bash -c SCRIPT, with $root the image's root
+	local d=$BATS_TEST_TMPDIR/image
+	mkdir -p "$d"
+	unshare --mount --pid --fork bash -c "set -e; mount --make-rprivate /
+		mount -t tmpfs tmpfs $d; mkdir $d/upper $d/work $d/root; root=$d/root
+		mount -t overlay overlay -o lowerdir=/,upperdir=$d/upper,workdir=$d/work \$root
+		mount -t proc proc \$root/proc; mount --rbind /dev \$root/dev
+		mount -t tmpfs tmpfs \$root/tmp; mount -t tmpfs tmpfs \$root/run
+		$1"
+}
+
+@test "deb: container image: the README's Dockerfile lines give python3 the library, and only python3" {
+	need_debian_tools
+	block=$(readme_block dockerfile 'A **container image**')
+	for d in "$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb; do [ -f "$d" ] || fail "no $d: the build test failed"; done
+	unshare --mount --pid --fork true 2>/dev/null || skip "cannot make mount and PID namespaces here"
+	build= env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+	while read -r word rest; do
+		case $word in
+		COPY) build+="cp $EPOLLFIX_SRC/${rest% *} \$root${rest##* }"$'\n' ;;
+		RUN) build+="chroot \$root env DEBIAN_FRONTEND=noninteractive /bin/sh -ec '$rest' >/dev/null"$'\n' ;;
+		ENV) read -ra words <<<"$rest"; env+=("${words[@]}") ;;
+		*) fail "a Dockerfile instruction this test does not know: $word $rest" ;;
+		esac
+	done <<<"$block"
+	[[ "${env[*]}" == *LD_PRELOAD=* ]] || fail "no LD_PRELOAD in the README's Dockerfile: $block"
+	# The image, then the README's check (with the epollfix package added),
+	# then a Python asyncio loop and a C loop, each started as the image's
+	# command with the image's environment alone.
+	image="$build
+		cp $deb_dir/epollfix_*.deb $PROGS_SRC/asyncio_sleep.py $EPOLLFIX_PROGS/ef-sleep \$root/tmp/
+		chroot \$root /bin/sh -ec 'DEBIAN_FRONTEND=noninteractive apt-get install -qq -y /tmp/epollfix_*.deb' >/dev/null"
+	run in_image "$image
+		chroot \$root ${env[*]} epollfix --check"
+	assert_success
+	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
+	run in_image "$image
+		chroot \$root ${env[*]} python3 /tmp/asyncio_sleep.py 50e-6 200"
+	assert_success
+	assert_upgraded
+	run in_image "$image
+		chroot \$root ${env[*]} /tmp/ef-sleep --count 100"
+	assert_success
+	assert_rounded
+}
+
 @test "deb: apt-get install; the installed epollfix --check finds the library, the asyncio demo" {
 	need_debian_tools
 	debs=("$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb "$deb_dir"/libepollfix-dev_*.deb

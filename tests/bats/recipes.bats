@@ -2,15 +2,10 @@
 # The README's deployment recipes as a user copies them: the systemd units are
 # checked by systemd itself (systemd-analyze verify: syntax, keys, that the
 # programs exist); no service is started, since no systemd runs as init here.
-# The whole-host recipe runs in tests/bats/packaging.bats.
+# The whole-host and container-image recipes run in tests/bats/packaging.bats,
+# with the packages they install.
 
 load helpers
-
-# readme_block MARKER: the first ```ini block after the README line holding MARKER.
-readme_block() {
-	awk -v m="$1" 'index($0, m) { found = 1 } found && /^```ini/ { on = 1; next }
-		on && /^```/ { exit } on { print }' "$EPOLLFIX_SRC/README.md"
-}
 
 setup() {
 	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
@@ -26,7 +21,7 @@ verify() {
 }
 
 @test "recipes: the README's systemd drop-in is a valid drop-in that sets the preload" {
-	block=$(readme_block 'A **systemd service**')
+	block=$(readme_block ini 'A **systemd service**')
 	grep -q '^Environment=LD_PRELOAD=' <<<"$block" || fail "no drop-in in the README: $block"
 	printf '[Unit]\nDescription=a service\n[Service]\nExecStart=%s --count 5\n' \
 		"$EPOLLFIX_PROGS/ef-sleep" >"$units/myapp.service"
@@ -40,7 +35,7 @@ verify() {
 }
 
 @test "recipes: the README's unit that takes the report at ExecStop verifies with the installed command's path" {
-	block=$(readme_block '### Stopping a service with its report')
+	block=$(readme_block ini '### Stopping a service with its report')
 	grep -q '^ExecStop=' <<<"$block" || fail "no unit in the README: $block"
 	# The README's paths, swapped for the built command and a real server.
 	block=$(sed -e "s|/usr/local/bin/epollfix|$EPOLLFIX_CMD|g" \
