@@ -15,7 +15,6 @@
 
 #include "config.h"
 #include "epollfix.h"
-#include "real.h"
 #include "report.h"
 #include "sandbox.h"
 #include "status.h"
@@ -107,13 +106,13 @@ static void prepend_preload(const char *lib)
  * (the command is no host: under a filter that kills fork, --check dies). */
 static int pwait2_check(int trust)
 {
-	if (ef_seccomp_inherited() && !trust)
+	if (ef_seccomp_status_via(syscall) && !trust)
 		return EF_WHY_UNKNOWN_FILTER;
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		signal(SIGSYS, SIG_DFL);
-		_exit(ef_pwait2_probe() & 0xff);
+		_exit(ef_pwait2_probe_via(syscall) & 0xff);
 	}
 	int status;
 	if (pid < 0)

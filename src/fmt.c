@@ -170,3 +170,38 @@ struct ef_buf *ef_esc(struct ef_buf *b, const char *s, size_t width)
 	}
 	return b;
 }
+
+const struct ef_unit ef_units[EF_UNIT_COUNT] = {
+	{ "ns", 1, 0 },
+	{ "us", 1000, 3 },
+	{ "ms", 1000000, 6 },
+	{ "s", 1000000000, 9 },
+};
+
+char *ef_format_duration(int64_t ns, char *buf, size_t size)
+{
+	struct ef_buf b = { buf, 0, size };
+	int u = 3;
+
+	if (ns < 0) {
+		ef_fmt(&b, "-");
+		ns = ns == INT64_MIN ? INT64_MAX : -ns;
+	}
+	/* Largest unit whose value is at least 1, so 1500us prints as 1.5ms. */
+	while (u > 0 && ns < ef_units[u].ns)
+		u--;
+	ef_fmt(&b, "%" PRId64, ns / ef_units[u].ns);
+	int64_t rem = ns % ef_units[u].ns;
+	if (rem) {
+		char digits[10];
+		int nd = ef_units[u].frac_digits;
+		for (int k = nd - 1; k >= 0; k--, rem /= 10)
+			digits[k] = (char)('0' + rem % 10);
+		while (nd > 0 && digits[nd - 1] == '0')
+			nd--;
+		digits[nd] = '\0';
+		ef_fmt(&b, ".%s", digits);
+	}
+	ef_fmt(&b, "%s", ef_units[u].name);
+	return buf;
+}

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "parse.h"
-
 struct ef_buf {
 	char *p;
 	size_t len, cap; /* len excludes the NUL; output is cut at cap - 1 */
@@ -28,7 +26,21 @@ __attribute__((format(printf, 2, 3))) struct ef_buf *ef_fmt(struct ef_buf *b, co
 __attribute__((format(printf, 2, 0))) struct ef_buf *ef_vfmt(struct ef_buf *b, const char *fmt,
 							     va_list ap);
 
-/* ns as a user writes it ("50us", "1.5ms"; parse.h's ef_format_duration), in
+/* The units of a duration, smallest first: the parser reads them (parse.h),
+ * the formatter writes them. */
+struct ef_unit {
+	const char *name;
+	int64_t ns;
+	int frac_digits; /* decimal places that still contribute whole ns */
+};
+#define EF_UNIT_COUNT 4
+extern const struct ef_unit ef_units[EF_UNIT_COUNT];
+
+/* Writes the shortest exact rendering of ns with the largest unit that keeps it
+ * whole-ish ("50us", "1.5ms", "1ns"); always NUL-terminated. Returns buf. */
+char *ef_format_duration(int64_t ns, char *buf, size_t size);
+
+/* ns as a user writes it ("50us", "1.5ms"; ef_format_duration), in
  * storage that lasts until the end of the enclosing block: for one %s. */
 #define EF_DUR(ns) ef_format_duration((ns), (char[EF_DUR_SIZE]){ 0 }, EF_DUR_SIZE)
 #define EF_DUR_SIZE 32 /* "-9223372036.854775807s" and its NUL fit */

@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "live.h"
-#include "stats.h"
+#include "totals.h"
 
 struct look {
 	long pid;

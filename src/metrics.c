@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fmt.h"
-#include "real.h" /* enum ef_pwait2_state */
+#include "live.h" /* enum ef_pwait2_state */
 
 /* A label value: the process's string through the one escaper (no control
  * characters, valid UTF-8), then the exposition format's own escapes. */

@@ -36,17 +36,6 @@ enum ef_parse_err ef_parse_int(const char *s, int64_t min, int64_t max, int64_t 
 	return EF_PARSE_OK;
 }
 
-static const struct {
-	const char *name;
-	int64_t ns;
-	int frac_digits; /* decimal places that still contribute whole ns */
-} units[] = {
-	{ "ns", 1, 0 },
-	{ "us", 1000, 3 },
-	{ "ms", 1000000, 6 },
-	{ "s", 1000000000, 9 },
-};
-
 enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_ns,
 				    int64_t *out_ns)
 {
@@ -69,24 +58,24 @@ enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_n
 	if (int_end == int_start && (!frac_start || frac_end == frac_start))
 		return EF_PARSE_SYNTAX;
 
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(p, units[i].name) == 0)
+	for (i = 0; i < EF_UNIT_COUNT; i++)
+		if (strcmp(p, ef_units[i].name) == 0)
 			break;
-	if (i == sizeof(units) / sizeof(units[0]))
+	if (i == EF_UNIT_COUNT)
 		return EF_PARSE_SYNTAX;
 
 	int64_t whole = 0, frac = 0;
 	for (const char *q = int_start; q < int_end; q++)
-		if (add_digit(&whole, *q - '0', INT64_MAX / units[i].ns))
+		if (add_digit(&whole, *q - '0', INT64_MAX / ef_units[i].ns))
 			return EF_PARSE_OVERFLOW;
 	/* Fraction digits beyond what the unit resolves are below 1 ns: dropped. */
 	int used = 0;
-	for (const char *q = frac_start; q && q < frac_end && used < units[i].frac_digits; q++, used++)
+	for (const char *q = frac_start; q && q < frac_end && used < ef_units[i].frac_digits; q++, used++)
 		frac = frac * 10 + (*q - '0');
-	for (; used < units[i].frac_digits; used++)
+	for (; used < ef_units[i].frac_digits; used++)
 		frac *= 10;
 
-	int64_t ns = whole * units[i].ns;
+	int64_t ns = whole * ef_units[i].ns;
 	if (ns > INT64_MAX - frac)
 		return EF_PARSE_OVERFLOW;
 	ns += frac;
@@ -94,34 +83,6 @@ enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_n
 		return EF_PARSE_RANGE;
 	*out_ns = ns;
 	return EF_PARSE_OK;
-}
-
-char *ef_format_duration(int64_t ns, char *buf, size_t size)
-{
-	struct ef_buf b = { buf, 0, size };
-	int u = 3;
-
-	if (ns < 0) {
-		ef_fmt(&b, "-");
-		ns = ns == INT64_MIN ? INT64_MAX : -ns;
-	}
-	/* Largest unit whose value is at least 1, so 1500us prints as 1.5ms. */
-	while (u > 0 && ns < units[u].ns)
-		u--;
-	ef_fmt(&b, "%" PRId64, ns / units[u].ns);
-	int64_t rem = ns % units[u].ns;
-	if (rem) {
-		char digits[10];
-		int nd = units[u].frac_digits;
-		for (int k = nd - 1; k >= 0; k--, rem /= 10)
-			digits[k] = (char)('0' + rem % 10);
-		while (nd > 0 && digits[nd - 1] == '0')
-			nd--;
-		digits[nd] = '\0';
-		ef_fmt(&b, ".%s", digits);
-	}
-	ef_fmt(&b, "%s", units[u].name);
-	return buf;
 }
 
 const char *ef_parse_strerror(enum ef_parse_err err, int is_duration)

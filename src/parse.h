@@ -24,10 +24,6 @@ enum ef_parse_err ef_parse_duration(const char *s, int64_t min_ns, int64_t max_n
 /* A non-negative decimal integer, digits only. */
 enum ef_parse_err ef_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 
-/* Writes the shortest exact rendering of ns with the largest unit that keeps it
- * whole-ish ("50us", "1.5ms", "1ns"); always NUL-terminated. Returns buf. */
-char *ef_format_duration(int64_t ns, char *buf, size_t size);
-
 /* Short phrase for an error, for warnings ("is not a duration (like 50us)"). */
 const char *ef_parse_strerror(enum ef_parse_err err, int is_duration);
 

@@ -153,59 +153,20 @@ void ef_real_init(void)
 static _Atomic int pw2_state = EF_PW2_UNKNOWN;
 static _Atomic int pw2_why;
 
-/* With maxevents 0 a kernel that has the call answers EINVAL (or EBADF) before
- * touching anything; ENOSYS means too old, anything else a filter said no. */
-static int probe_answer(void)
-{
-	errno = 0;
-	long r = ef_real_syscall()(SYS_epoll_pwait2, -1, NULL, 0, NULL, NULL, KERNEL_SIGSET_BYTES);
-	if (r < 0 && (errno == EINVAL || errno == EBADF))
-		return 0;
-	return r < 0 ? errno : EINVAL;
-}
-
 /* Was a filter in force before the program could install one (its launcher's)?
- * /proc/self/status read whole, in chunks, with raw system calls: openat,
- * read and close are what the loader needed to load this library, so a filter
- * that let it load allows them, and none is a cancellation point. */
+ * Read once, with the real syscall() (sandbox.c). */
 static _Atomic int inherited = -1;
-
-static int read_inherited(void)
-{
-	struct ef_seccomp_scan scan;
-	char buf[512];
-	long n;
-
-	ef_seccomp_scan_init(&scan);
-	long fd = ef_real_syscall()(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1; /* no /proc: it cannot tell, so assume one */
-	while (scan.mode < 0 && (n = ef_real_syscall()(SYS_read, fd, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		ef_seccomp_scan_feed(&scan, buf, (size_t)n);
-	}
-	ef_real_syscall()(SYS_close, fd);
-	return scan.mode != 0;
-}
 
 int ef_seccomp_inherited(void)
 {
 	int v = atomic_load_explicit(&inherited, memory_order_acquire);
 	if (v < 0) { /* racing readers find the same answer */
 		int saved = errno;
-		v = read_inherited();
+		v = ef_seccomp_status_via(ef_real_syscall());
 		errno = saved;
 		atomic_store_explicit(&inherited, v, memory_order_release);
 	}
 	return v;
-}
-
-int ef_pwait2_probe(void)
-{
-	return probe_answer();
 }
 
 /* A filter the program installs is read before it is in force
@@ -224,7 +185,7 @@ EF_WAIT_PATH int ef_pwait2_usable(int trust)
 		return 0;
 
 	int saved = errno;
-	int why = ef_seccomp_inherited() && !trust ? EF_WHY_UNKNOWN_FILTER : probe_answer();
+	int why = ef_seccomp_inherited() && !trust ? EF_WHY_UNKNOWN_FILTER : ef_pwait2_probe_via(ef_real_syscall());
 	errno = saved;
 	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
 	atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);

@@ -4,6 +4,9 @@
 #ifndef EPOLLFIX_REAL_H
 #define EPOLLFIX_REAL_H
 
+#include "live.h"    /* enum ef_pwait2_state */
+#include "sandbox.h" /* ef_syscall_fn */
+
 #include <stdarg.h>
 
 #include <signal.h>
@@ -31,7 +34,6 @@ typedef int (*ef_prctl_fn)(int, ...);
 			(a)[i_] = va_arg(ap_, unsigned long);          \
 		va_end(ap_);                                           \
 	} while (0)
-typedef long (*ef_syscall_fn)(long, ...);
 /* The calls that make a process or a thread (src/spawn.c), with opaque
  * pointers for what this header need not know. */
 typedef int (*ef_posix_spawn_fn)(pid_t *, const char *, const void *, const void *,
@@ -96,16 +98,11 @@ EF_REAL_FUNCS(EF_REAL_GETTER)
 EF_REAL_FUNCS(EF_REAL_READY)
 #undef EF_REAL_READY
 
-enum ef_pwait2_state { EF_PW2_UNKNOWN, EF_PW2_PROBING, EF_PW2_OK, EF_PW2_NO };
-
 /* Probes once, on the first call that needs it; 1 when epoll_pwait2 may be used.
  * While another thread is probing it answers 0: that call simply passes through.
  * Under a filter that was in force at start (its content unknown) it is never
  * called, unless trust (EPOLLFIX_SECCOMP=trust). */
 int ef_pwait2_usable(int trust);
-/* The probe's system call, here and now: 0 when the kernel has epoll_pwait2,
- * else the errno it gave. For the command, which makes it in a child. */
-int ef_pwait2_probe(void);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);

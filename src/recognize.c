@@ -28,24 +28,6 @@ static const struct {
 	{ "event_config_new", EF_RT_LIBEVENT },
 };
 
-static const char *const names[EF_RT_COUNT] = {
-	"unknown", "libuv", "nginx", "libevent", "Java NIO",
-	"listed in EPOLLFIX_GENUINE_CALLERS", "listed in EPOLLFIX_SUBMS_CALLERS",
-};
-
-const char *ef_runtime_name(enum ef_runtime rt)
-{
-	return rt < EF_RT_COUNT ? names[rt] : "unknown";
-}
-
-void ef_runtimes_text(unsigned seen, struct ef_buf *b)
-{
-	size_t start = b->len;
-	for (int i = 1; i < EF_RT_COUNT; i++)
-		if (seen & (1u << i))
-			ef_fmt(b, "%s%s", b->len > start ? ", " : "", ef_runtime_name((enum ef_runtime)i));
-}
-
 /* EPOLLFIX_GENUINE_CALLERS and EPOLLFIX_SUBMS_CALLERS, handed over when the
  * configuration is read; the program's executable (the loader names it "" on
  * glibc, argv[0] on musl) and glibc's lock-free lookup, by the constructor.

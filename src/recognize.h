@@ -9,16 +9,7 @@
 
 #include <stdint.h>
 
-enum ef_runtime {
-	EF_RT_UNKNOWN,
-	EF_RT_LIBUV,
-	EF_RT_NGINX,
-	EF_RT_LIBEVENT,
-	EF_RT_JAVA,
-	EF_RT_USER_GENUINE, /* named in EPOLLFIX_GENUINE_CALLERS: its 1 ms is meant */
-	EF_RT_USER_SUBMS,   /* named in EPOLLFIX_SUBMS_CALLERS: its 1 ms is rounded up */
-	EF_RT_COUNT
-};
+#include "live.h" /* enum ef_runtime */
 
 /* Whether a class means its 1 ms: every recognised runtime and the listed
  * genuine callers. EF_RT_UNKNOWN is for the learner to judge; EF_RT_USER_SUBMS
@@ -41,13 +32,6 @@ void ef_recognize_init(void);
  * in memory (no allocation, no dlsym), so objects loaded at any time are
  * recognised; later calls hit a cache. */
 enum ef_runtime ef_caller_runtime(const void *ra);
-
-/* "libuv", ..., "listed in EPOLLFIX_SUBMS_CALLERS": for the report. */
-const char *ef_runtime_name(enum ef_runtime rt);
-
-struct ef_buf;
-/* "libuv, nginx": the classes whose bits (1 << rt) are set, or nothing. */
-void ef_runtimes_text(unsigned seen, struct ef_buf *b);
 
 /* Bit (1 << rt) for every class seen so far but EF_RT_UNKNOWN, for the report. */
 unsigned ef_runtimes_seen(void);

@@ -179,3 +179,21 @@ void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config
 			    "SUBMS steps instead)");
 	ef_fmt(out, "\n");
 }
+
+static const char *const names[EF_RT_COUNT] = {
+	"unknown", "libuv", "nginx", "libevent", "Java NIO",
+	"listed in EPOLLFIX_GENUINE_CALLERS", "listed in EPOLLFIX_SUBMS_CALLERS",
+};
+
+const char *ef_runtime_name(enum ef_runtime rt)
+{
+	return rt < EF_RT_COUNT ? names[rt] : "unknown";
+}
+
+void ef_runtimes_text(unsigned seen, struct ef_buf *b)
+{
+	size_t start = b->len;
+	for (int i = 1; i < EF_RT_COUNT; i++)
+		if (seen & (1u << i))
+			ef_fmt(b, "%s%s", b->len > start ? ", " : "", ef_runtime_name((enum ef_runtime)i));
+}

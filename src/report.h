@@ -6,8 +6,14 @@
 
 #include "config.h"
 #include "fmt.h"
-#include "real.h"
-#include "stats.h"
+#include "live.h"
+#include "totals.h"
+
+/* "libuv", ..., "listed in EPOLLFIX_SUBMS_CALLERS". */
+const char *ef_runtime_name(enum ef_runtime rt);
+
+/* "libuv, nginx": the classes whose bits (1 << rt) are set, or nothing. */
+void ef_runtimes_text(unsigned seen, struct ef_buf *b);
 
 /* Every variable as a user writes it: "disable=0 subms=50us ... adapt=auto". */
 struct ef_buf *ef_policy_line(const struct ef_config *c, struct ef_buf *out);

@@ -2,10 +2,17 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441 /* the same number on every architecture */
+#endif
+#define KERNEL_SIGSET_BYTES (_NSIG / 8)
 
 /* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>
  * or <linux/audit.h>, and these values never change. */
@@ -226,4 +233,41 @@ void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t le
 			s->matched = c == '\n';
 		}
 	}
+}
+
+/* ---- The kernel asked directly -------------------------------------------- */
+
+/* With maxevents 0 a kernel that has the call answers EINVAL (or EBADF) before
+ * touching anything; ENOSYS means too old, anything else a filter said no. */
+int ef_pwait2_probe_via(ef_syscall_fn sys)
+{
+	errno = 0;
+	long r = sys(SYS_epoll_pwait2, -1, NULL, 0, NULL, NULL, KERNEL_SIGSET_BYTES);
+	if (r < 0 && (errno == EINVAL || errno == EBADF))
+		return 0;
+	return r < 0 ? errno : EINVAL;
+}
+
+/* /proc/self/status read whole, in chunks, with raw system calls: openat,
+ * read and close are what the loader needed to load this library, so a filter
+ * that let it load allows them, and none is a cancellation point. */
+int ef_seccomp_status_via(ef_syscall_fn sys)
+{
+	struct ef_seccomp_scan scan;
+	char buf[512];
+	long n;
+
+	ef_seccomp_scan_init(&scan);
+	long fd = sys(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* no /proc: it cannot tell, so assume one */
+	while (scan.mode < 0 && (n = sys(SYS_read, fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		ef_seccomp_scan_feed(&scan, buf, (size_t)n);
+	}
+	sys(SYS_close, fd);
+	return scan.mode != 0;
 }

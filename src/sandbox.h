@@ -49,6 +49,19 @@ struct ef_seccomp_scan {
 void ef_seccomp_scan_init(struct ef_seccomp_scan *s);
 void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t len);
 
+/* The raw syscall() to make them with: the library's real one (real.h), the
+ * command's own. */
+typedef long (*ef_syscall_fn)(long, ...);
+
+/* epoll_pwait2 asked here and now, with maxevents 0: 0 when the kernel has it,
+ * else the errno it gave. The library asks once (real.c); the command asks in
+ * a child, which a filter may kill. */
+int ef_pwait2_probe_via(ef_syscall_fn sys);
+
+/* 1 when a seccomp filter is in force in this process (Seccomp: in
+ * /proc/self/status is not 0), or /proc cannot tell. */
+int ef_seccomp_status_via(ef_syscall_fn sys);
+
 /* The bits of the library's calls that the classic-BPF program prog (a
  * struct sock_fprog *, as prctl and seccomp take it) would not allow, and in
  * *why the reason for epoll_pwait2 (its ERRNO value, or EF_WHY_FILTER_DENIES).

@@ -119,4 +119,8 @@ void ef_interpose_init(void);
 /* In a fork child: the counts start again, and only this thread keeps a slot. */
 void ef_interpose_after_fork(void);
 
+/* Fills the status block's addresses and build id, then marks it ready
+ * (constructor; live.c). */
+void ef_live_init(void);
+
 #endif

@@ -240,9 +240,7 @@ void ef_stats_report(void)
 	ef_pwait2_line(pw2, why, &pw);
 	char rts[128] = ""; /* stays empty when no runtime was recognised */
 	struct ef_buf rt = EF_BUF(rts);
-	for (int i = 1; i < EF_RT_COUNT; i++)
-		if (ef_runtimes_seen() & (1u << i))
-			ef_fmt(&rt, "%s%s", rt.len ? ", " : "", ef_runtime_name((enum ef_runtime)i));
+	ef_runtimes_text(ef_runtimes_seen(), &rt);
 	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
 	static struct ef_site_view views[EF_SITE_ROWS]; /* at exit, once: not on the stack */
 	ef_site_views(ef_site_rows, ef_stats_slots, EF_SLOTS, views);

@@ -31,10 +31,8 @@
 #include "live.h"
 #include "look.h"
 #include "parse.h"
-#include "real.h"
 #include "report.h"
-#include "recognize.h"
-#include "stats.h"
+#include "totals.h"
 #include "target.h"
 
 /* Exit statuses, one per kind of answer (doc/epollfix.1). */

@@ -1,9 +1,6 @@
-/* The report's figures summed over an array of per-thread slots: this
- * process's own (stats.c), or a copy read out of another process by
- * `epollfix status`. Pure, in the core library so the command links it. */
 #include <string.h>
 
-#include "stats.h"
+#include "totals.h"
 
 void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT])
 {

@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "parse.h"
 
 #define MS 1000000LL
