@@ -158,7 +158,7 @@ print("ok", len(objs))' "$c_pid" "$py_pid" <<<"$output"
 	run --separate-stderr "$cmd" status "$started"
 	assert_failure 6
 	version=$("$cmd" --version | cut -d' ' -f2)
-	layout=$(sed -n 's/^#define EF_LIVE_LAYOUT \([0-9]*\)$/\1/p' "$EPOLLFIX_SRC/src/live.h")
+	layout=$(sed -n 's/^#define EF_LIVE_LAYOUT \([0-9]*\)$/\1/p' "$EPOLLFIX_SRC/src/common/live.h")
 	assert_equal "$stderr" "epollfix: status: process $started runs libepollfix $version (status layout 99); this command is epollfix $version (status layout $layout): use the epollfix command of the library's version"
 	# The list says so too, on stderr, and lists it not.
 	run --separate-stderr "$cmd" status

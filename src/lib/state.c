@@ -251,7 +251,7 @@ void ef_state_after_fork(void)
 		publish_fast(&c);
 }
 
-/* Where `epollfix status` finds the published configuration (live.c). */
+/* Where `epollfix status` finds the published configuration (block.c). */
 void ef_state_live(uint64_t *seq_addr, uint64_t *words_addr, uint32_t *nwords,
 		   uint64_t *selected_addr)
 {

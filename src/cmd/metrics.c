@@ -74,16 +74,14 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 	family(out, "epollfix_info", "gauge",
 	       "The library in the process: its version and build (always 1).");
 	for (size_t i = 0; i < n; i++) {
-		char extra[160], id[65] = "";
-		for (unsigned k = 0; k < looks[i].block.build_id_len && k < 32; k++)
-			snprintf(id + 2 * k, 3, "%02x", looks[i].block.build_id[k]);
+		char extra[160];
 		char version[sizeof(looks[i].block.version) * 4];
 		struct ef_buf vb = EF_BUF(version);
 		ef_esc(&vb, looks[i].block.version, 0);
 		/* The version is the process's string too: no quote or backslash gets
 		 * through ef_esc unescaped but these, and a version has neither. */
 		snprintf(extra, sizeof(extra), "version=\"%.40s\",build_id=\"%s\"",
-			 strpbrk(version, "\\\"") ? "?" : version, id);
+			 strpbrk(version, "\\\"") ? "?" : version, looks[i].build_id);
 		sample(out, "epollfix_info", &looks[i], extra);
 		fputs("1\n", out);
 	}

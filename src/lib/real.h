@@ -34,7 +34,7 @@ typedef int (*ef_prctl_fn)(int, ...);
 			(a)[i_] = va_arg(ap_, unsigned long);          \
 		va_end(ap_);                                           \
 	} while (0)
-/* The calls that make a process or a thread (src/spawn.c), with opaque
+/* The calls that make a process or a thread (spawn.c), with opaque
  * pointers for what this header need not know. */
 typedef int (*ef_posix_spawn_fn)(pid_t *, const char *, const void *, const void *,
 				 char *const[], char *const[]);
@@ -47,8 +47,8 @@ typedef pid_t (*ef_vfork_fn)(void);
 /* Every function the library looks up: X(name, type). A name libc lacks (musl has
  * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call, or
  * to a stand-in that fails with ENOSYS. prctl and syscall are interposed to
- * watch timer slack and seccomp filters (src/interpose.c), the calls that make
- * a process or thread to hand it the program's own slack (src/spawn.c); the
+ * watch timer slack and seccomp filters (interpose.c), the calls that make
+ * a process or thread to hand it the program's own slack (spawn.c); the
  * library's own uses go to libc's through here. */
 #define EF_REAL_FUNCS(X)                              \
 	X(epoll_wait, ef_epoll_wait_fn)               \

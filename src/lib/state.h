@@ -120,7 +120,7 @@ void ef_interpose_init(void);
 void ef_interpose_after_fork(void);
 
 /* Fills the status block's addresses and build id, then marks it ready
- * (constructor; live.c). */
+ * (constructor; block.c). */
 void ef_live_init(void);
 
 #endif

@@ -682,7 +682,7 @@ EXPORT long syscall(long number, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	/* A process or thread made here starts with the program's own slack
-	 * (src/spawn.c). */
+	 * (spawn.c). */
 	if (__builtin_expect(number == SYS_clone || number == SYS_clone3 || SYS_FORK_NR(number), 0))
 		ef_interpose_before_fork();
 	if (__builtin_expect(number == SYS_seccomp, 0))

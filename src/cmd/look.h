@@ -1,14 +1,16 @@
 /* One look at a process running libepollfix, as `epollfix status` reads it
- * (status.c) and shows it: text, JSON (status.c) and metrics (metrics.c). The
+ * (look.c) and shows it: text, JSON (status.c) and metrics (metrics.c). The
  * strings are the process's own: whatever shows them escapes them first. */
 #ifndef EPOLLFIX_LOOK_H
 #define EPOLLFIX_LOOK_H
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
+#include "fmt.h"
 #include "live.h"
 #include "totals.h"
 
@@ -21,6 +23,7 @@ struct look {
 	char cgroup[256]; /* its cgroup (/proc/PID/cgroup's first line), "" unknown */
 	char lib[PATH_MAX];
 	struct ef_live block;
+	char build_id[65]; /* the block's, in hex */
 	struct ef_totals t;
 	struct ef_config c;
 	int selected, pw2_state, pw2_why;
@@ -28,6 +31,29 @@ struct look {
 	struct ef_site_row rows[EF_SITE_ROWS]; /* as read */
 	struct ef_site_view sites[EF_SITE_ROWS]; /* with their counters from the slots */
 };
+
+/* Exit statuses of `epollfix status`, one per kind of answer (doc/epollfix.1). */
+enum {
+	EF_ST_OK = 0,
+	EF_ST_USAGE = 2,
+	EF_ST_GONE = 3,     /* no such process, or it exited while being read */
+	EF_ST_PERM = 4,     /* the kernel's ptrace rules refuse the read */
+	EF_ST_NOLIB = 5,    /* libepollfix is not loaded there (or has not started) */
+	EF_ST_LAYOUT = 6,   /* another version's block, or none */
+};
+
+/* One look at pid (look.c): 1 and *l filled, or 0; then ef_look_failure gives
+ * the exit status and the one line that says why, escaped. */
+int ef_look_at(long pid, struct look *l);
+int ef_look_failure(const char **why);
+
+/* Seconds since boot, the clock of /proc/PID/stat's start time. */
+double ef_look_now(void);
+
+/* A call site as the exit report names it with dladdr(3), "libfoo.so (fn+42)",
+ * from outside: the mapping in /proc/PID/maps, the symbol in that file's
+ * .dynsym; comm names the program's own file. */
+void ef_look_site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w);
 
 /* How an epoll_pwait2 state reads: "works", "fell back" or "not probed". */
 const char *ef_look_pwait2_word(const struct look *l);

@@ -5,7 +5,7 @@
  *    of unknown content: then none of the three is made, unless the operator
  *    trusts it (EPOLLFIX_SECCOMP=trust);
  *  - a filter the program installs through prctl() or syscall() (interposed,
- *    src/interpose.c) is read before it is passed on: a small classic-BPF
+ *    lib/interpose.c) is read before it is passed on: a small classic-BPF
  *    interpreter runs it on each of the library's calls, and any verdict but
  *    ALLOW or LOG denies that call for the process from then on.
  * No child process, no probe that a filter could kill, no waiting. */

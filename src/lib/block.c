@@ -1,4 +1,4 @@
-/* The status block (live.h) of this process: constants at build time, the
+/* The status block (live.h, in common/: the command reads it) of this process: constants at build time, the
  * addresses and the build id filled once by the constructor (lifecycle.c). Nothing here runs on
  * the wait path, installs a handler or writes a file. */
 #define _GNU_SOURCE

@@ -1,0 +1,526 @@
+/* One look at a running process from outside: the reading half of `epollfix
+ * status` (status.c shows what it reads). No code runs in the target: the
+ * library is found in /proc/PID/maps, the status block's offset in the section
+ * headers of that same file (live.h), and the block and the counters it points
+ * at are copied with process_vm_readv, which enforces the kernel's ptrace rules
+ * (the command is never setuid and works around none of them). Everything read
+ * here is the other process's, and hostile: every length is bounded, every
+ * string escaped before it is shown. */
+#define _GNU_SOURCE
+#include "look.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "epollfix.h"
+#include "target.h"
+
+#define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
+#define COUNTERS_BYTES (sizeof(struct ef_slot) * EF_SLOTS)
+
+
+static struct ef_slot counters[2][EF_SLOTS]; /* two reads, compared (read_counters) */
+
+static char msg[PATH_MAX + 512]; /* the one error line of the last look */
+
+__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...);
+
+/* Fills msg and fail_code; evaluates to 0, the failure of every reader below. */
+static int fail_code;
+
+int ef_look_failure(const char **why)
+{
+	*why = msg;
+	return fail_code;
+}
+
+#define FAIL(code, ...) (fail_code = (code), fail(__VA_ARGS__))
+
+/* The message names what the process shows (its name, its library's path
+ * and version): the whole line goes through the one escaper, so nothing of
+ * it reaches the terminal raw. */
+static int fail(const char *fmt, ...)
+{
+	char raw[sizeof(msg)];
+	struct ef_buf b = EF_BUF(msg);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	ef_esc(&b, raw, 0);
+	return 0;
+}
+
+double ef_look_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The start of /proc/PID/NAME, at most size - 1 bytes, NUL-terminated: the
+ * bytes read, or -1 (buf then holds ""). One read: another process's file is
+ * read with a bound. */
+static ssize_t proc_file(long pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? n : -1;
+}
+
+/* Field 22 of /proc/PID/stat, the start time in clock ticks since boot; and the
+ * command name. 0, or -1 when the process does not exist. */
+static int proc_stat(long pid, unsigned long long *start, char *comm, size_t size)
+{
+	char buf[1024];
+	if (proc_file(pid, "stat", buf, sizeof(buf)) < 0)
+		return -1;
+	/* comm is in parentheses and may hold anything, spaces and ')' too. */
+	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p)
+		return -1;
+	if (comm)
+		snprintf(comm, size, "%.*s", (int)(close_p - open_p - 1), open_p + 1);
+	char *p = close_p + 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	if (!p)
+		return -1;
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* Which container the process is in, as its own people know it: its pid in
+ * its pid namespace (the last field of NSpid:) and its cgroup. Read with a
+ * bound, like everything of another process. */
+static void proc_container(long pid, struct look *l)
+{
+	char buf[8192];
+	proc_file(pid, "status", buf, sizeof(buf));
+	char *ns = strstr(buf, "\nNSpid:");
+	if (ns) {
+		char *end = strchr(ns + 1, '\n'), *last = NULL;
+		for (char *p = ns + 7; p && (!end || p < end); p = strpbrk(p, " \t")) {
+			p += strspn(p, " \t");
+			if (*p >= '0' && *p <= '9' && (!end || p < end))
+				last = p;
+			if (!*p)
+				break;
+		}
+		l->ns_pid = last ? atol(last) : 0;
+	}
+	proc_file(pid, "cgroup", buf, sizeof(buf));
+	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
+	char *colon = strchr(buf, ':');
+	colon = colon ? strchr(colon + 1, ':') : NULL;
+	if (colon)
+		snprintf(l->cgroup, sizeof(l->cgroup), "%.*s", (int)strcspn(colon + 1, "\n"), colon + 1);
+}
+
+const char *ef_look_pwait2_word(const struct look *l)
+{
+	return l->pw2_state == EF_PW2_OK ? "works" : l->pw2_state == EF_PW2_NO ? "fell back" : "not probed";
+}
+
+/* The "Uid:" line of /proc/PID/status: real, effective, saved. */
+static int proc_uids(long pid, unsigned uids[3])
+{
+	char path[64], line[256];
+	int found = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	FILE *f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "Uid: %u %u %u", &uids[0], &uids[1], &uids[2]) == 3;
+	if (f)
+		fclose(f);
+	return found ? 0 : -1;
+}
+
+static int have_cap_sys_ptrace(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (eff >> 19) & 1; /* CAP_SYS_PTRACE */
+}
+
+static int ptrace_scope(void)
+{
+	int scope = -1;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f && fscanf(f, "%d", &scope) != 1)
+		scope = -1;
+	if (f)
+		fclose(f);
+	return scope;
+}
+
+/* The rule that refused reading pid, and what would work: one line in msg. */
+static int not_permitted(long pid)
+{
+	unsigned uids[3];
+	uid_t me = getuid();
+	int scope = ptrace_scope();
+
+	if (proc_uids(pid, uids) == 0 && (uids[0] != me || uids[1] != me || uids[2] != me) &&
+	    !have_cap_sys_ptrace()) {
+		struct passwd *pw = getpwuid(uids[1]);
+		return FAIL(EF_ST_PERM,
+			    "process %ld belongs to %s (uid %u): reading another user's process needs "
+			    "CAP_SYS_PTRACE; run `sudo epollfix status %ld`",
+			    pid, pw ? pw->pw_name : "another user", uids[1], pid);
+	}
+	switch (scope) {
+	case 1:
+		return FAIL(EF_ST_PERM,
+			    "not permitted to read process %ld: /proc/sys/kernel/yama/ptrace_scope is 1, "
+			    "which allows reading only the reader's own descendants; run `sudo epollfix "
+			    "status %ld`, or set ptrace_scope to 0",
+			    pid, pid);
+	case 2:
+		return FAIL(EF_ST_PERM,
+			    "not permitted to read process %ld: /proc/sys/kernel/yama/ptrace_scope is 2, "
+			    "which allows only CAP_SYS_PTRACE; run `sudo epollfix status %ld`",
+			    pid, pid);
+	case 3:
+		return FAIL(EF_ST_PERM,
+			    "not permitted to read process %ld: /proc/sys/kernel/yama/ptrace_scope is 3, "
+			    "which allows no process to read another, root included, until reboot",
+			    pid);
+	}
+	if (have_cap_sys_ptrace())
+		return FAIL(EF_ST_PERM,
+			    "not permitted to read process %ld, even with CAP_SYS_PTRACE: it holds "
+			    "capabilities this reader lacks, or a security module (AppArmor, SELinux) or "
+			    "a parent user namespace refuses",
+			    pid);
+	return FAIL(EF_ST_PERM,
+		    "not permitted to read process %ld: it is not dumpable (it changed credentials, "
+		    "or called prctl(PR_SET_DUMPABLE, 0)) or a security module refuses; run `sudo "
+		    "epollfix status %ld`",
+		    pid, pid);
+}
+
+/* An error of process_vm_readv, or of opening a file in /proc/PID, as a line. */
+static int read_failed(long pid, int err)
+{
+	if (err == EPERM || err == EACCES)
+		return not_permitted(pid);
+	if (err == ESRCH || err == ENOENT || err == EFAULT)
+		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+	return FAIL(EF_ST_GONE, "process %ld could not be read: %s", pid, strerror(err));
+}
+
+static int vm_read(long pid, struct iovec *local, struct iovec *remote, unsigned n)
+{
+	size_t want = 0;
+	for (unsigned i = 0; i < n; i++)
+		want += remote[i].iov_len;
+	ssize_t r = process_vm_readv((pid_t)pid, local, n, remote, n, 0);
+	if (r == (ssize_t)want)
+		return 1;
+	return r < 0 ? read_failed(pid, errno) : read_failed(pid, EFAULT);
+}
+
+#define IOV(p, n) ((struct iovec){ .iov_base = (void *)(uintptr_t)(p), .iov_len = (n) })
+
+/* A mapping of the library file, from /proc/PID/maps. */
+struct mapping {
+	unsigned long start, end, offset;
+};
+
+/* Finds libepollfix in pid's maps: its path into l->lib and the mapping that
+ * holds file offset want (or, with want ~0, the first one). */
+static int find_library(long pid, struct look *l, unsigned long want, struct mapping *m)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? FAIL(EF_ST_GONE, "no process %ld", pid) : read_failed(pid, errno);
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned long start, end, offset;
+		int name_at = 0;
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &end, &offset, &name_at) < 3 ||
+		    !name_at || line[name_at] != '/')
+			continue;
+		const char *name = line + name_at, *base = strrchr(name, '/') + 1;
+		if (strncmp(base, "libepollfix", 11) != 0 || !strstr(base, ".so"))
+			continue;
+		if (l->lib[0] && strcmp(l->lib, name) != 0)
+			continue;
+		snprintf(l->lib, sizeof(l->lib), "%s", name);
+		if (want == ~0ul || (want >= offset && want < offset + (end - start))) {
+			*m = (struct mapping){ start, end, offset };
+			found = 1;
+		}
+	}
+	int err = ferror(f) ? errno : 0;
+	free(line);
+	fclose(f);
+	if (err)
+		return read_failed(pid, err);
+	if (!found && !l->lib[0])
+		return FAIL(EF_ST_NOLIB, "libepollfix is not loaded in process %ld (%s)", pid, l->comm);
+	if (!found)
+		return FAIL(EF_ST_LAYOUT, "the status block of %s is not mapped in process %ld", l->lib, pid);
+	return 1;
+}
+
+/* A file the process names, opened never to block (a FIFO in its place) and
+ * kept only when it is a regular file: -1 otherwise, errno set. */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/* The library file as the process mapped it: /proc/PID/map_files works for a
+ * deleted or replaced file but needs CAP_SYS_ADMIN; /proc/PID/root/PATH works
+ * in containers and for the same user. */
+static int open_library(long pid, const struct look *l, const struct mapping *m)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "/proc/%ld/map_files/%lx-%lx", pid, m->start, m->end);
+	int fd = open_regular(path);
+	if (fd >= 0)
+		return fd;
+	size_t n = strlen(l->lib);
+	static const char deleted[] = " (deleted)";
+	if (n > sizeof(deleted) - 1 && strcmp(l->lib + n - (sizeof(deleted) - 1), deleted) == 0) {
+		FAIL(EF_ST_LAYOUT,
+		     "%s, loaded in process %ld, was replaced or deleted on disk; reading the copy "
+		     "the process loaded (/proc/%ld/map_files) needs root",
+		     l->lib, pid, pid);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
+	fd = open_regular(path);
+	if (fd < 0)
+		read_failed(pid, errno);
+	return fd;
+}
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+	out[2 * n] = '\0';
+}
+
+/* The counters, read twice: a counter only grows, so a second read smaller
+ * than the first means a copy caught a word mid-update; read again. */
+static int read_counters(long pid, const struct look *l)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		for (int k = 0; k < 2; k++) {
+			struct iovec local = IOV(counters[k], COUNTERS_BYTES),
+				     remote = IOV(l->block.slots, COUNTERS_BYTES);
+			if (!vm_read(pid, &local, &remote, 1))
+				return 0;
+		}
+		const uint64_t *a = (const uint64_t *)counters[0], *b = (const uint64_t *)counters[1];
+		size_t i = 0, n = COUNTERS_BYTES / sizeof(uint64_t);
+		while (i < n && b[i] >= a[i])
+			i++;
+		if (i == n)
+			return 1;
+	}
+	return FAIL(EF_ST_GONE, "process %ld: its counters kept changing under the read", pid);
+}
+
+/* The configuration under its seqlock, as the library reads it. */
+static int read_config(long pid, struct look *l)
+{
+	int64_t w[NWORDS];
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t s1, s2;
+		struct iovec local[3] = { IOV(&s1, 8), IOV(w, sizeof(w)), IOV(&s2, 8) };
+		struct iovec remote[3] = { IOV(l->block.config_seq, 8),
+					   IOV(l->block.config_words, sizeof(w)),
+					   IOV(l->block.config_seq, 8) };
+		if (!vm_read(pid, local, remote, 3))
+			return 0;
+		if (s1 == s2 && !(s1 & 1)) {
+			memcpy(&l->c, w, sizeof(w));
+			return 1;
+		}
+		if (tries > 10)
+			usleep(100);
+	}
+	return FAIL(EF_ST_GONE, "process %ld: its configuration kept changing under the read", pid);
+}
+
+int ef_look_at(long pid, struct look *l)
+{
+	struct mapping m;
+	uint64_t off, addr, size;
+	struct ef_file e;
+	uint8_t id[32];
+	unsigned long long start2;
+
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	if (proc_stat(pid, &l->start_ticks, l->comm, sizeof(l->comm)) != 0)
+		return FAIL(EF_ST_GONE, "no process %ld", pid);
+	l->age_s = ef_look_now() - (double)l->start_ticks / (double)sysconf(_SC_CLK_TCK);
+	proc_container(pid, l);
+	if (!find_library(pid, l, ~0ul, &m))
+		return 0;
+	int fd = open_library(pid, l, &m);
+	if (fd < 0)
+		return 0;
+	int elf = ef_file_open(fd, &e) == 0;
+	int has_block = elf && ef_file_section(&e, EF_LIVE_SECTION, &off, &addr, &size) == 0;
+	size_t id_len = elf ? ef_file_build_id(&e, id, sizeof(id)) : 0;
+	close(fd);
+	if (!has_block)
+		return FAIL(EF_ST_LAYOUT,
+			    "%s in process %ld has no status block: a libepollfix older than `epollfix "
+			    "status`; this command is %s (status layout %d)",
+			    l->lib, pid, EPOLLFIX_VERSION, EF_LIVE_LAYOUT);
+	if (!find_library(pid, l, (unsigned long)off, &m))
+		return 0;
+	uint64_t at = m.start + (off - m.offset);
+
+	/* Magic and layout first: their places never change. */
+	struct ef_live *b = &l->block;
+	struct iovec local = IOV(b, size < sizeof(*b) ? size : sizeof(*b)), remote = IOV(at, local.iov_len);
+	if (!vm_read(pid, &local, &remote, 1))
+		return 0;
+	if (memcmp(b->magic, EF_LIVE_MAGIC, sizeof(EF_LIVE_MAGIC)) != 0)
+		return FAIL(EF_ST_LAYOUT, "%s in process %ld has no valid status block (no magic number)",
+			    l->lib, pid);
+	b->version[sizeof(b->version) - 1] = '\0';
+	if (b->layout != EF_LIVE_LAYOUT || b->size != sizeof(*b) || size < sizeof(*b))
+		return FAIL(EF_ST_LAYOUT,
+			    "process %ld runs libepollfix %s (status layout %u); this command is "
+			    "epollfix %s (status layout %d): use the epollfix command of the library's "
+			    "version",
+			    pid, b->version, b->layout, EPOLLFIX_VERSION, EF_LIVE_LAYOUT);
+	if (!b->ready)
+		return FAIL(EF_ST_NOLIB, "libepollfix in process %ld has not finished starting; look again",
+			    pid);
+	if (b->self != at)
+		return FAIL(EF_ST_GONE, "process %ld changed while being read", pid);
+	if (b->nslots != EF_SLOTS || b->nkeys != EF_K_COUNT || b->nwords != NWORDS ||
+	    b->nsite_rows != EF_SITE_ROWS || b->site_row_size != sizeof(struct ef_site_row))
+		return FAIL(EF_ST_LAYOUT,
+			    "process %ld runs libepollfix %s with %u slots of %u counters and %u "
+			    "configuration words; this command (epollfix %s) knows %d, %d and %zu: use "
+			    "the epollfix command of the library's version",
+			    pid, b->version, b->nslots, b->nkeys, b->nwords, EPOLLFIX_VERSION, EF_SLOTS,
+			    EF_K_COUNT, NWORDS);
+	if (id_len != b->build_id_len || memcmp(id, b->build_id, id_len) != 0) {
+		char want[65], got[65];
+		hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, want);
+		hex(id, id_len, got);
+		return FAIL(EF_ST_LAYOUT,
+			    "process %ld runs libepollfix %s build %s, but %s is build %s (replaced on "
+			    "disk since it was loaded?)",
+			    pid, b->version, want, l->lib, got[0] ? got : "without an id");
+	}
+	if (!read_counters(pid, l) || !read_config(pid, l))
+		return 0;
+	ef_stats_sum_slots(counters[1], EF_SLOTS, &l->t);
+	struct iovec lv[4] = { IOV(&l->selected, 4), IOV(&l->pw2_state, 4), IOV(&l->pw2_why, 4),
+			       IOV(&l->runtimes, 4) };
+	struct iovec rv[4] = { IOV(b->selected, 4), IOV(b->pwait2_state, 4), IOV(b->pwait2_why, 4),
+			       IOV(b->runtimes, 4) };
+	if (!vm_read(pid, lv, rv, 4))
+		return 0;
+	struct iovec ls = IOV(l->rows, sizeof(l->rows)), rs = IOV(b->site_rows, sizeof(l->rows));
+	if (!vm_read(pid, &ls, &rs, 1))
+		return 0;
+	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
+	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
+	/* The same process still, not one that reused its pid. */
+	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
+		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+	return 1;
+}
+
+
+/* A call site as the exit report names it with dladdr(3): the object's file
+ * name and the exported symbol that holds the address, "libfoo.so (fn+42)".
+ * From outside: the mapping in /proc/PID/maps, the symbol in that file's
+ * .dynsym. */
+void ef_look_site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int named = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	FILE *f = fopen(path, "re");
+	while (f && !named && getline(&line, &cap, f) > 0) {
+		unsigned long start, end, offset;
+		int name_at = 0;
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &end, &offset, &name_at) < 3 ||
+		    ra < start || ra >= end)
+			continue;
+		named = 1;
+		if (!name_at || line[name_at] != '/') {
+			ef_fmt(w, "?");
+			break;
+		}
+		struct look l = { .pid = pid };
+		struct mapping m = { start, end, offset };
+		snprintf(l.lib, sizeof(l.lib), "%s", line + name_at);
+		/* dladdr names the file as it was loaded, without " (deleted)". */
+		char base[PATH_MAX];
+		snprintf(base, sizeof(base), "%s", strrchr(l.lib, '/') + 1);
+		size_t n = strlen(base);
+		if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
+			base[n - 10] = '\0';
+		ef_esc(w, *base ? base : comm, 0);
+		int fd = open_library(pid, &l, &m);
+		struct ef_file e;
+		uint64_t vaddr, value;
+		char sym[256];
+		if (fd >= 0 && ef_file_open(fd, &e) == 0 &&
+		    ef_file_vaddr_of(&e, ra - start + offset, &vaddr) == 0 &&
+		    ef_file_dynsym_at(&e, vaddr, sym, sizeof(sym), &value) == 0)
+			ef_fmt(ef_esc(ef_fmt(w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!named)
+		ef_fmt(w, "?");
+	free(line);
+	if (f)
+		fclose(f);
+}
