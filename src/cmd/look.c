@@ -328,7 +328,10 @@ static int open_library(long pid, const struct look *l, const struct mapping *m)
 	}
 	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
 	fd = open_regular(path);
-	if (fd < 0)
+	if (fd < 0 && errno == EINVAL)
+		FAIL(EF_ST_LAYOUT, "%s, as process %ld sees it, is not a regular file: not read", l->lib,
+		     pid);
+	else if (fd < 0)
 		read_failed(pid, errno);
 	return fd;
 }

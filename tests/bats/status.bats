@@ -19,6 +19,7 @@ teardown() {
 	while read -r p; do
 		wait "$p" 2>/dev/null || true
 	done <"$pids_file"
+	[ -z "${cleanup_dir:-}" ] || rm -rf "$cleanup_dir"
 }
 
 # start OUT command...: runs the command in the background, stdout to OUT; the
@@ -200,6 +201,35 @@ print("ok", len(objs))' "$c_pid" "$py_pid" <<<"$output"
 	# Root may.
 	run "$cmd" status "$started"
 	assert_success
+}
+
+# The library's path is the process's to point anywhere: here its own mount
+# namespace puts a FIFO over it. A reader without root opens it through
+# /proc/PID/root (map_files needs CAP_SYS_ADMIN), never to block.
+@test "status as the same user: a FIFO over the library's path in the process's own namespace is refused at once" {
+	[ "$(id -u)" = 0 ] || skip "needs root to mount in the process's namespace (nsenter)"
+	command -v setpriv >/dev/null && command -v nsenter >/dev/null || skip "no setpriv or nsenter"
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	as_nobody test -x "$cmd" || skip "nobody cannot run $cmd (a private directory)"
+	as_nobody unshare -Urm true 2>/dev/null || skip "no user namespaces for nobody"
+	# Under /tmp: nobody cannot reach into bats's own temporary directory.
+	dir=$(mktemp -d /tmp/epollfix-status.XXXXXX)
+	cleanup_dir=$dir
+	cp "$EPOLLFIX_LIB" "$dir/libepollfix.so"
+	mkfifo "$dir/fifo"
+	chown -R nobody:nogroup "$dir"
+	# setpriv, unshare and env each exec the next: $started is the server.
+	start "$dir/c.out" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		unshare -Urm env LD_PRELOAD="$dir/libepollfix.so" "$server" --seconds 60
+	wait_line "$dir/c.out" >/dev/null
+	pid=$started
+	run as_nobody "$cmd" status "$pid"
+	assert_success
+	nsenter -t "$pid" -m -- mount --bind "$dir/fifo" "$dir/libepollfix.so"
+	run --separate-stderr timeout 10 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$cmd" status "$pid"
+	assert_failure 6
+	assert_equal "$stderr" "epollfix: status: $dir/libepollfix.so, as process $pid sees it, is not a regular file: not read"
 }
 
 # ---- warnings: programs the library cannot reach ------------------------------
