@@ -394,14 +394,11 @@ int ef_name_listed(const char *list, const char *comm, const char *argv0)
 {
 	const char *base = base_name(argv0);
 
-	for (const char *p = list; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n && ((strlen(base) == n && strncmp(p, base, n) == 0) ||
-			  (comm && strlen(comm) == n && strncmp(p, comm, n) == 0)))
+	size_t n;
+	for (const char *p; (p = ef_list_next(&list, &n));)
+		if ((strlen(base) == n && strncmp(p, base, n) == 0) ||
+		    (comm && strlen(comm) == n && strncmp(p, comm, n) == 0))
 			return 1;
-		p = end ? end + 1 : p + n;
-	}
 	return 0;
 }
 

@@ -198,8 +198,9 @@ void ef_config_show_origin(const struct ef_origin *o, const struct ef_var *v, co
 
 /* EPOLLFIX_ONLY / EPOLLFIX_SKIP: is this program named in the comma list? A
  * name matches /proc/self/comm or the basename of argv[0] exactly; the kernel
- * cuts comm at 15 characters, so longer names match through argv[0]. Empty
- * items are ignored. */
+ * cuts comm at 15 characters, so longer names match through argv[0]. Items
+ * are read as every list is (ef_list_next): blanks around them and empty ones
+ * are ignored. */
 int ef_name_listed(const char *list, const char *comm, const char *argv0);
 
 /* Whether the library acts in this program, from EPOLLFIX_ONLY and

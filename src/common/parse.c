@@ -103,3 +103,29 @@ const char *ef_parse_strerror(enum ef_parse_err err, int is_duration)
 		return is_duration ? "is not a duration (like 50us)" : "is not a whole number";
 	}
 }
+
+static int blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+const char *ef_list_next(const char **cursor, size_t *n)
+{
+	const char *p = *cursor;
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		const char *stop = end ? end : p + strlen(p);
+		*cursor = end ? end + 1 : stop;
+		while (p < stop && blank(*p))
+			p++;
+		size_t len = (size_t)(stop - p);
+		while (len && blank(p[len - 1]))
+			len--;
+		if (len) {
+			*n = len;
+			return p;
+		}
+		p = *cursor;
+	}
+	return NULL;
+}

@@ -2,10 +2,7 @@
 
 #include <string.h>
 
-static int blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
+#include "parse.h"
 
 /* s[0..n) is "", or ".5", ".5.2.4": a shared library's version suffix. */
 static int version_suffix(const char *s, size_t n)
@@ -45,18 +42,10 @@ int ef_object_listed(const char *list, const char *path)
 {
 	if (!path || !*path)
 		return 0;
-	for (const char *p = list; p && *p;) {
-		const char *end = strchr(p, ',');
-		const char *stop = end ? end : p + strlen(p);
-		while (p < stop && blank(*p))
-			p++;
-		size_t n = (size_t)(stop - p);
-		while (n && blank(p[n - 1]))
-			n--;
-		if (n && item_matches(p, n, path))
+	size_t n;
+	for (const char *item; (item = ef_list_next(&list, &n));)
+		if (item_matches(item, n, path))
 			return 1;
-		p = end ? end + 1 : stop;
-	}
 	return 0;
 }
 

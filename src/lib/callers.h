@@ -11,7 +11,8 @@
  *                                              libzmq.so.5 matches libzmq.so.5.2.4)
  *   - one of the path's directory names:       gevent       (.../gevent/libev/x.so)
  *   - the path itself, for an item with a '/': /opt/app/lib/libfoo.so
- * Blanks around an item are ignored, and so are empty items. */
+ * Items are read as every list is (ef_list_next): blanks around them and empty
+ * ones are ignored. */
 int ef_object_listed(const char *list, const char *path);
 
 enum ef_listed { EF_LISTED_NONE, EF_LISTED_GENUINE, EF_LISTED_SUBMS };

@@ -213,6 +213,11 @@ Test(programs, names_match_comm_or_argv0_basename)
 	cr_assert_not(ef_name_listed(",,", "", ""), "empty items match nothing");
 	cr_assert_not(ef_name_listed("", "a", "a"));
 	cr_assert_not(ef_name_listed(NULL, "a", "a"));
+	/* One rule for every list: blanks around items are ignored, as in the
+	 * caller lists. */
+	cr_assert(ef_name_listed("nginx, redis-server", "redis-server", "x"));
+	cr_assert(ef_name_listed(" \tnginx\t ,x", "nginx", "x"));
+	cr_assert_not(ef_name_listed("ngi nx", "nginx", "nginx"), "blanks inside an item stay");
 	/* The kernel cuts comm at 15 characters: long names match through argv[0]. */
 	cr_assert(ef_name_listed("a-very-long-program-name", "a-very-long-pro", "/bin/a-very-long-program-name"));
 	cr_assert_not(ef_name_listed("a-very-long-pro-other", "a-very-long-pro", "/bin/a-very-long-pro-gram"));

@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -142,4 +143,25 @@ Test(format, readable)
 	cr_assert_str_eq(ef_format_duration(0, buf, sizeof(buf)), "0ns");
 	cr_assert_str_eq(ef_format_duration(1000000000, buf, sizeof(buf)), "1s");
 	cr_assert_str_eq(ef_format_duration(50000, buf, 3), "50", "cut, still terminated");
+}
+
+/* Every list's items, as ef_list_next reads them, joined by '|'. */
+static const char *items(const char *list)
+{
+	static char out[256];
+	size_t at = 0, n;
+	out[0] = '\0';
+	for (const char *p; (p = ef_list_next(&list, &n));)
+		at += (size_t)snprintf(out + at, sizeof(out) - at, "%s%.*s", at ? "|" : "", (int)n, p);
+	return out;
+}
+
+Test(lists, items_without_blanks_and_empty_items)
+{
+	cr_assert_str_eq(items("a,b,c"), "a|b|c");
+	cr_assert_str_eq(items(" a ,\tb\t, c d "), "a|b|c d");
+	cr_assert_str_eq(items(",,a,, ,b,"), "a|b");
+	cr_assert_str_eq(items(""), "");
+	cr_assert_str_eq(items(" , ,\t"), "");
+	cr_assert_str_eq(items(NULL), "");
 }
