@@ -242,28 +242,28 @@ static void one_line(FILE *out, const struct look *l, const struct rates *r)
 
 /* The exit report's text, from the shared formatter, and what only a live
  * look has: the library and the rates. */
+/* Names a site of the process read (ctx) from outside. */
+static void site_where(const void *ra, void *ctx, struct ef_buf *w)
+{
+	const struct look *l = ctx;
+	ef_look_site_where(l->pid, (uint64_t)(uintptr_t)ra, l->comm, w);
+}
+
 static void full_report(FILE *out, const struct look *l, const struct rates *r)
 {
-	char text[8192], pw[256], rts[128] = "", ru[32], rc[32], rp[32], comm[128];
+	char text[8192], ru[32], rc[32], rp[32], comm[128];
 	char lib[PATH_MAX * 4 + 1], version[64];
-	struct ef_buf b = EF_BUF(text), pwb = EF_BUF(pw), rb = EF_BUF(rts), cb = EF_BUF(comm);
+	struct ef_buf b = EF_BUF(text), cb = EF_BUF(comm);
 	struct ef_buf lb = EF_BUF(lib), vb = EF_BUF(version);
 
 	ef_esc(&cb, l->comm, 0);
 	ef_esc(&lb, l->lib, 0);
 	ef_esc(&vb, l->block.version, 0);
-	ef_pwait2_line((enum ef_pwait2_state)l->pw2_state, l->pw2_why, &pwb);
-	ef_runtimes_text(l->runtimes, &rb);
-	ef_stats_format(&l->t, &l->c, l->pid, comm, pw, rts, &b);
-	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		uint64_t ra = (uint64_t)(uintptr_t)l->sites[i].ra;
-		char where[512];
-		struct ef_buf w = EF_BUF(where);
-		if (!ra)
-			break;
-		ef_look_site_where(l->pid, ra, l->comm, &w);
-		ef_stats_format_site(&l->sites[i], &l->c, l->pid, where, &b);
-	}
+	struct ef_report_in in = { .t = &l->t, .c = &l->c, .pid = l->pid, .comm = comm,
+				   .pw2 = (enum ef_pwait2_state)l->pw2_state, .pw2_why = l->pw2_why,
+				   .runtimes = l->runtimes, .sites = l->sites,
+				   .where = site_where, .ctx = (void *)(uintptr_t)l };
+	ef_report_format(&in, &b);
 	fputs(text, out);
 	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, l->build_id);
 	if (l->ns_pid || l->cgroup[0]) {

@@ -69,9 +69,8 @@ static struct ef_buf *line(struct ef_buf *b, long pid, const char *key)
 	return ef_fmt(b, "epollfix[%ld] %s: ", pid, key);
 }
 
-void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, const char *runtimes,
-		     struct ef_buf *out)
+static void head(const struct ef_totals *t, const struct ef_config *c, long pid,
+		 const char *comm, const char *pwait2, const char *runtimes, struct ef_buf *out)
 {
 	const uint64_t *k = t->by_class;
 
@@ -123,8 +122,8 @@ static void ratio(struct ef_buf *b, uint64_t n, uint64_t d)
 	ef_fmt(b, "%" PRIu64 ".%s%" PRIu64, x100 / 100, x100 % 100 < 10 ? "0" : "", x100 % 100);
 }
 
-void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config *c, long pid,
-			  const char *where, struct ef_buf *out)
+static void site(const struct ef_site_view *row, const struct ef_config *c, long pid,
+		 const char *where, struct ef_buf *out)
 {
 	unsigned f = row->flags;
 	uint64_t up = row->c[EF_SC_UPGRADED], runs = row->c[EF_SC_RUNS];
@@ -196,4 +195,20 @@ void ef_runtimes_text(unsigned seen, struct ef_buf *b)
 	for (int i = 1; i < EF_RT_COUNT; i++)
 		if (seen & (1u << i))
 			ef_fmt(b, "%s%s", b->len > start ? ", " : "", ef_runtime_name((enum ef_runtime)i));
+}
+
+void ef_report_format(const struct ef_report_in *in, struct ef_buf *out)
+{
+	char pwait2[256], runtimes[128] = ""; /* stays empty when no runtime was recognised */
+	struct ef_buf pw = EF_BUF(pwait2), rt = EF_BUF(runtimes);
+
+	ef_pwait2_line(in->pw2, in->pw2_why, &pw);
+	ef_runtimes_text(in->runtimes, &rt);
+	head(in->t, in->c, in->pid, in->comm, pwait2, runtimes, out);
+	for (unsigned i = 0; i < EF_SITE_ROWS && in->sites[i].ra; i++) {
+		char where[512];
+		struct ef_buf w = EF_BUF(where);
+		in->where(in->sites[i].ra, in->ctx, &w);
+		site(&in->sites[i], in->c, in->pid, where, out);
+	}
 }

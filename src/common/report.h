@@ -32,16 +32,26 @@ struct ef_buf *ef_pwait2_line(enum ef_pwait2_state state, int why, struct ef_buf
  * (N waits)", or "no timed waits". Shared by the report and `epollfix status`. */
 struct ef_buf *ef_late_line(const struct ef_totals *t, struct ef_buf *out);
 
-/* The report: every line starts with "epollfix[pid] ". pwait2 is
- * ef_pwait2_line's text; runtimes names the event loops recognised ("libuv,
- * nginx"), or is empty. */
-void ef_stats_format(const struct ef_totals *t, const struct ef_config *c, long pid,
-		     const char *comm, const char *pwait2, const char *runtimes,
-		     struct ef_buf *out);
+/* What the report says of one process, gathered by whoever reads it: the
+ * library of itself at exit (stats.c), or the command of another process from
+ * outside (status.c). Strings are shown as given: the command escapes the
+ * other process's first. */
+struct ef_report_in {
+	const struct ef_totals *t;
+	const struct ef_config *c;
+	long pid;
+	const char *comm;
+	enum ef_pwait2_state pw2;
+	int pw2_why;
+	unsigned runtimes;                /* the bits (1 << rt) of the runtimes recognised */
+	const struct ef_site_view *sites; /* EF_SITE_ROWS, the used ones first */
+	/* Names a site by its call address, as "libfoo.so (fn+42)" or "?". */
+	void (*where)(const void *ra, void *ctx, struct ef_buf *w);
+	void *ctx;
+};
 
-/* One call site's row as the report shows it ("where" names the object and
- * symbol). */
-void ef_stats_format_site(const struct ef_site_view *row, const struct ef_config *c, long pid,
-			  const char *where, struct ef_buf *out);
+/* The whole report, one process's: every line starts with "epollfix[pid] ",
+ * then a line for each call site. The one assembly of both reports. */
+void ef_report_format(const struct ef_report_in *in, struct ef_buf *out);
 
 #endif

@@ -215,10 +215,25 @@ static int open_report(const char *stats_path, const char *path)
 	return fd;
 }
 
+/* A call site as dladdr(3) names it: "libfoo.so (fn+42)"; the program's own
+ * file by its name (ctx). */
+static void site_where(const void *ra, void *ctx, struct ef_buf *w)
+{
+	Dl_info info;
+	if (dladdr(ra, &info) && info.dli_fname) {
+		const char *slash = strrchr(info.dli_fname, '/');
+		ef_fmt(w, "%s", slash ? slash + 1 : *info.dli_fname ? info.dli_fname : (const char *)ctx);
+		if (info.dli_sname && info.dli_saddr)
+			ef_fmt(w, " (%s+%td)", info.dli_sname, (const char *)ra - (const char *)info.dli_saddr);
+	} else {
+		ef_fmt(w, "?");
+	}
+}
+
 void ef_stats_report(void)
 {
-	char text[8192], comm[32], pwait2[128], path[PATH_MAX + 32];
-	struct ef_buf out = EF_BUF(text), pw = EF_BUF(pwait2);
+	char text[8192], comm[32], path[PATH_MAX + 32];
+	struct ef_buf out = EF_BUF(text);
 	struct ef_totals t;
 	struct ef_config c;
 	const struct ef_text *set = ef_state_text();
@@ -235,33 +250,13 @@ void ef_stats_report(void)
 	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
 		return;
 	ef_proc_line("comm", comm, sizeof(comm));
-	int why;
-	enum ef_pwait2_state pw2 = ef_pwait2_state(&why);
-	ef_pwait2_line(pw2, why, &pw);
-	char rts[128] = ""; /* stays empty when no runtime was recognised */
-	struct ef_buf rt = EF_BUF(rts);
-	ef_runtimes_text(ef_runtimes_seen(), &rt);
-	ef_stats_format(&t, &c, pid, comm, pwait2, rts, &out);
 	static struct ef_site_view views[EF_SITE_ROWS]; /* at exit, once: not on the stack */
 	ef_site_views(ef_site_rows, ef_stats_slots, EF_SLOTS, views);
-	for (unsigned i = 0; i < EF_SITE_ROWS; i++) {
-		const void *ra = views[i].ra;
-		char where[256];
-		struct ef_buf w = EF_BUF(where);
-		Dl_info info;
-		if (!ra)
-			break;
-		if (dladdr(ra, &info) && info.dli_fname) {
-			const char *slash = strrchr(info.dli_fname, '/');
-			ef_fmt(&w, "%s", slash ? slash + 1 : *info.dli_fname ? info.dli_fname : comm);
-			if (info.dli_sname && info.dli_saddr)
-				ef_fmt(&w, " (%s+%td)", info.dli_sname,
-				       (const char *)ra - (const char *)info.dli_saddr);
-		} else {
-			ef_fmt(&w, "?");
-		}
-		ef_stats_format_site(&views[i], &c, pid, where, &out);
-	}
+	struct ef_report_in in = { .t = &t, .c = &c, .pid = pid, .comm = comm,
+				   .runtimes = ef_runtimes_seen(), .sites = views,
+				   .where = site_where, .ctx = comm };
+	in.pw2 = ef_pwait2_state(&in.pw2_why);
+	ef_report_format(&in, &out);
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */
 	int fd = STDERR_FILENO;

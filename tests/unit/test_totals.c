@@ -2,6 +2,7 @@
  * of another process's slots must sum exactly as the process's own. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "real.h"
@@ -105,18 +106,32 @@ Test(totals, pwait2_line_says_why)
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_UNKNOWN, 0, &b)->p, "not probed (no call needed it)");
 }
 
-/* One site line, with the default configuration. */
+static void name_x(const void *ra, void *ctx, struct ef_buf *w)
+{
+	(void)ra;
+	ef_fmt(w, "%s", (const char *)ctx);
+}
+
+/* One site's line of the report, with the default configuration. */
 static const char *site_line(unsigned flags, uint64_t up, uint64_t runs, char *text, size_t size)
 {
+	static char report[8192];
 	struct ef_config c;
-	struct ef_site_view v = { .ra = (void *)1, .flags = flags };
-	struct ef_buf b = { text, 0, size };
+	struct ef_totals t = { 0 };
+	struct ef_site_view v[EF_SITE_ROWS] = { { .ra = (void *)1, .flags = flags } };
+	struct ef_buf b = EF_BUF(report);
 
 	ef_config_defaults(&c);
-	v.c[EF_SC_UPGRADED] = up;
-	v.c[EF_SC_RUNS] = runs;
-	v.c[EF_SC_WAIT_NS] = up * 50000;
-	ef_stats_format_site(&v, &c, 1, "ef-x", &b);
+	v[0].c[EF_SC_UPGRADED] = up;
+	v[0].c[EF_SC_RUNS] = runs;
+	v[0].c[EF_SC_WAIT_NS] = up * 50000;
+	struct ef_report_in in = { .t = &t, .c = &c, .pid = 1, .comm = "ef-x", .sites = v,
+				   .where = name_x, .ctx = "ef-x" };
+	ef_report_format(&in, &b);
+	const char *line = strstr(report, "epollfix[1] site: ef-x: ");
+	cr_assert(line, "no site line in %s", report);
+	cr_assert_null(strstr(line + 1, "epollfix[1] site:"), "one site line: %s", report);
+	snprintf(text, size, "%s", line);
 	return text;
 }
 
