@@ -17,6 +17,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "elfrule.h"
+
 /* More symbols than any real library exports (libc has about 3,000). */
 #define MAX_DYNSYM (1u << 20)
 
@@ -156,11 +158,9 @@ int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_
 		at += n * sizeof(Elf64_Sym);
 		for (size_t i = 0; i < n; i++) {
 			const Elf64_Sym *y = &chunk[i];
-			if (y->st_shndx == SHN_UNDEF || y->st_value == 0 || y->st_value > vaddr ||
-			    (y->st_size ? vaddr >= y->st_value + y->st_size : vaddr != y->st_value) ||
-			    (found && y->st_value < best))
-				continue;
-			best = y->st_value, best_name = y->st_name, found = 1;
+			if (ef_sym_holds(y->st_shndx, y->st_info, y->st_value, y->st_size, vaddr) &&
+			    ef_sym_nearer(y->st_value, found, best))
+				best = y->st_value, best_name = y->st_name, found = 1;
 		}
 	}
 	if (!found || best_name >= str_size || size == 0)
@@ -179,26 +179,24 @@ static long find_note(const struct ef_file *e, const char *owner, uint32_t type,
 		      size_t cap)
 {
 	Elf64_Phdr p;
-	size_t olen = strlen(owner) + 1;
 
 	for (unsigned i = 0; i < e->phnum; i++) {
 		if (phdr(e, i, &p) != 0 || p.p_type != PT_NOTE || p.p_filesz > (1u << 20))
 			continue;
 		uint64_t at = p.p_offset, end = p.p_offset + p.p_filesz;
-		Elf32_Nhdr n; /* the same 12 bytes in both classes */
-		while (at + sizeof(n) <= end && read_at(e->fd, &n, sizeof(n), at) == 0) {
-			uint64_t name_at = at + sizeof(n);
-			uint64_t desc_at = name_at + ((n.n_namesz + 3u) & ~3u);
+		Elf64_Nhdr h; /* the same 12 bytes in both classes */
+		struct ef_note n;
+		for (; at + sizeof(h) <= end && read_at(e->fd, &h, sizeof(h), at) == 0 &&
+		       ef_note_layout(&h, at, end, &n) == 0;
+		     at = n.next) {
 			char name[16];
-			if (n.n_type == type && n.n_namesz == olen && olen <= sizeof(name) &&
-			    read_at(e->fd, name, olen, name_at) == 0 && memcmp(name, owner, olen) == 0 &&
-			    desc_at + n.n_descsz <= end) {
-				size_t k = n.n_descsz < cap ? n.n_descsz : cap;
-				if (k && read_at(e->fd, desc, k, desc_at) != 0)
-					return -1;
-				return (long)n.n_descsz;
-			}
-			at = desc_at + ((n.n_descsz + 3u) & ~3u);
+			if (!ef_note_is(&h, owner, type) || h.n_namesz > sizeof(name) ||
+			    read_at(e->fd, name, h.n_namesz, n.name_at) != 0 || !ef_note_named(name, owner))
+				continue;
+			size_t k = h.n_descsz < cap ? h.n_descsz : cap;
+			if (k && read_at(e->fd, desc, k, n.desc_at) != 0)
+				return -1;
+			return (long)h.n_descsz;
 		}
 	}
 	return -1;

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "elfrule.h"
 #include "epollfix.h"
 #include "real.h"
 #include "recognize.h"
@@ -49,18 +50,19 @@ static int copy_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 		if (p->p_type != PT_NOTE)
 			continue;
-		const char *n = (const char *)(info->dlpi_addr + p->p_vaddr), *end = n + p->p_memsz;
-		while (n + sizeof(ElfW(Nhdr)) <= end) {
-			const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)n;
-			const char *name = n + sizeof(*h);
-			const uint8_t *desc = (const uint8_t *)name + ((h->n_namesz + 3) & ~3u);
-			if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+		const char *seg = (const char *)(info->dlpi_addr + p->p_vaddr);
+		struct ef_note n;
+		for (uint64_t at = 0;
+		     at + sizeof(Elf64_Nhdr) <= p->p_memsz &&
+		     ef_note_layout((const Elf64_Nhdr *)(seg + at), at, p->p_memsz, &n) == 0;
+		     at = n.next) {
+			const Elf64_Nhdr *h = (const Elf64_Nhdr *)(seg + at);
+			if (ef_note_is(h, "GNU", NT_GNU_BUILD_ID) && ef_note_named(seg + n.name_at, "GNU") &&
 			    h->n_descsz <= sizeof(s->b->build_id)) {
-				memcpy(s->b->build_id, desc, h->n_descsz);
+				memcpy(s->b->build_id, seg + n.desc_at, h->n_descsz);
 				s->b->build_id_len = h->n_descsz;
 				return 1;
 			}
-			n = (const char *)desc + ((h->n_descsz + 3) & ~3u);
 		}
 	}
 	return 1;

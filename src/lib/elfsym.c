@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "elfrule.h"
+
 /* A corrupt GNU hash chain must not keep the wait path walking. */
 #define MAX_SYMS (1u << 24)
 
@@ -210,10 +212,8 @@ const char *ef_elf_symbol_at(const struct ef_elf *o, uintptr_t addr)
 	/* As glibc's dladdr: the symbol whose extent holds addr, the nearest below. */
 	for (uint32_t i = 1; i < o->nsyms; i++) {
 		const ElfW(Sym) *s = &o->symtab[i];
-		if (!defined(s) || s->st_shndx == SHN_ABS || off < s->st_value ||
-		    (s->st_size ? off - s->st_value >= s->st_size : off != s->st_value))
-			continue;
-		if (!best || s->st_value > best->st_value)
+		if (ef_sym_holds(s->st_shndx, s->st_info, s->st_value, s->st_size, off) &&
+		    ef_sym_nearer(s->st_value, best != NULL, best ? best->st_value : 0))
 			best = s;
 	}
 	return best ? name_of(o, best) : NULL;

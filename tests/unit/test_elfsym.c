@@ -10,6 +10,7 @@
 #include <sys/auxv.h>
 #include <time.h>
 
+#include "elfrule.h"
 #include "elfsym.h"
 
 struct found {
@@ -256,4 +257,38 @@ Test(elfsym, program_headers_from_the_elf_header)
 #else
 	cr_skip_test("glibc before 2.35 has no _dl_find_object");
 #endif
+}
+
+/* The rules the in-memory reader and the file reader share (elfrule.c). */
+Test(elfsym, one_rule_for_notes_and_for_the_symbol_at_an_address)
+{
+	struct ef_note n;
+	Elf64_Nhdr h = { .n_namesz = 4, .n_descsz = 20, .n_type = NT_GNU_BUILD_ID };
+	cr_assert_eq(ef_note_layout(&h, 8, 8 + 12 + 4 + 20, &n), 0);
+	cr_assert_eq(n.name_at, 20);
+	cr_assert_eq(n.desc_at, 24);
+	cr_assert_eq(n.next, 44);
+	cr_assert_eq(ef_note_layout(&h, 8, 8 + 12 + 4 + 19, &n), -1, "a descriptor past the end");
+	h.n_descsz = 0xffffffffu;
+	cr_assert_eq(ef_note_layout(&h, 0, 1u << 20, &n), -1, "a forged size");
+	h.n_descsz = 20;
+	cr_assert(ef_note_is(&h, "GNU", NT_GNU_BUILD_ID));
+	cr_assert_not(ef_note_is(&h, "Go", NT_GNU_BUILD_ID), "owner by its size");
+	cr_assert_not(ef_note_is(&h, "GNU", 4));
+	cr_assert(ef_note_named("GNU", "GNU"));
+	cr_assert_not(ef_note_named("GNX", "GNU"));
+
+	unsigned char func = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+	cr_assert(ef_sym_holds(1, func, 0x1000, 0x10, 0x100f));
+	cr_assert_not(ef_sym_holds(1, func, 0x1000, 0x10, 0x1010), "past its extent");
+	cr_assert_not(ef_sym_holds(1, func, 0x1000, 0x10, 0xfff), "below it");
+	cr_assert(ef_sym_holds(1, func, 0x1000, 0, 0x1000), "no size: its own address");
+	cr_assert_not(ef_sym_holds(1, func, 0x1000, 0, 0x1001));
+	cr_assert_not(ef_sym_holds(SHN_UNDEF, func, 0x1000, 0x10, 0x1000), "undefined");
+	cr_assert_not(ef_sym_holds(SHN_ABS, func, 0x1000, 0x10, 0x1000), "absolute");
+	cr_assert_not(ef_sym_holds(1, ELF64_ST_INFO(STB_GLOBAL, STT_TLS), 0x1000, 0x10, 0x1000),
+		      "thread-local");
+	cr_assert(ef_sym_nearer(0x1000, 0, 0));
+	cr_assert(ef_sym_nearer(0x1008, 1, 0x1000), "the nearest below wins");
+	cr_assert_not(ef_sym_nearer(0x1000, 1, 0x1000), "the first of equals stays");
 }
