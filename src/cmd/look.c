@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "epollfix.h"
+#include "proc.h"
 #include "target.h"
 
 #define NWORDS (sizeof(struct ef_config) / sizeof(int64_t))
@@ -68,27 +69,12 @@ double ef_look_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The start of /proc/PID/NAME, at most size - 1 bytes, NUL-terminated: the
- * bytes read, or -1 (buf then holds ""). One read: another process's file is
- * read with a bound. */
-static ssize_t proc_file(long pid, const char *name, char *buf, size_t size)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n > 0 ? n : -1;
-}
-
 /* Field 22 of /proc/PID/stat, the start time in clock ticks since boot; and the
  * command name. 0, or -1 when the process does not exist. */
 static int proc_stat(long pid, unsigned long long *start, char *comm, size_t size)
 {
 	char buf[1024];
-	if (proc_file(pid, "stat", buf, sizeof(buf)) < 0)
+	if (ef_proc_read(pid, "stat", buf, sizeof(buf)) < 0)
 		return -1;
 	/* comm is in parentheses and may hold anything, spaces and ')' too. */
 	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
@@ -113,7 +99,7 @@ static int proc_stat(long pid, unsigned long long *start, char *comm, size_t siz
 static void proc_container(long pid, struct look *l)
 {
 	char buf[8192];
-	proc_file(pid, "status", buf, sizeof(buf));
+	ef_proc_read(pid, "status", buf, sizeof(buf));
 	char *ns = strstr(buf, "\nNSpid:");
 	if (ns) {
 		char *end = strchr(ns + 1, '\n'), *last = NULL;
@@ -126,7 +112,7 @@ static void proc_container(long pid, struct look *l)
 		}
 		l->ns_pid = last ? atol(last) : 0;
 	}
-	proc_file(pid, "cgroup", buf, sizeof(buf));
+	ef_proc_read(pid, "cgroup", buf, sizeof(buf));
 	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
 	char *colon = strchr(buf, ':');
 	colon = colon ? strchr(colon + 1, ':') : NULL;

@@ -5,15 +5,18 @@
 #include <string.h>
 #include <unistd.h>
 
-ssize_t ef_proc_read(const char *name, char *buf, size_t size)
+#include "fmt.h"
+
+ssize_t ef_proc_read(long pid, const char *name, char *buf, size_t size)
 {
-	char path[32] = "/proc/self/";
-	size_t len = strlen(path);
+	char path[64];
+	struct ef_buf p = EF_BUF(path);
 	int saved = errno;
 
-	for (; *name && len + 1 < sizeof(path); name++)
-		path[len++] = *name;
-	path[len] = '\0';
+	if (pid)
+		ef_fmt(&p, "/proc/%ld/%s", pid, name);
+	else
+		ef_fmt(&p, "/proc/self/%s", name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
 
@@ -26,6 +29,6 @@ ssize_t ef_proc_read(const char *name, char *buf, size_t size)
 
 void ef_proc_line(const char *name, char *buf, size_t size)
 {
-	ef_proc_read(name, buf, size);
+	ef_proc_read(0, name, buf, size);
 	buf[strcspn(buf, "\n")] = '\0';
 }
