@@ -40,11 +40,11 @@ python_bin() {
 	python3 -c 'import sys; print(sys.executable)'
 }
 
-# readme_block LANG MARKER: the first ```LANG block after the README line that
-# holds MARKER, as a user would copy it.
+# readme_block FILE LANG MARKER: the first ```LANG block after the line of FILE
+# (README.md, or a page under doc/) that holds MARKER, as a user would copy it.
 readme_block() {
-	awk -v lang="$1" -v m="$2" 'index($0, m) { found = 1 } found && $0 == "```" lang { on = 1; next }
-		on && /^```/ { exit } on { print }' "$EPOLLFIX_SRC/README.md"
+	awk -v lang="$2" -v m="$3" 'index($0, m) { found = 1 } found && $0 == "```" lang { on = 1; next }
+		on && /^```/ { exit } on { print }' "$EPOLLFIX_SRC/$1"
 }
 
 need_glibc() {

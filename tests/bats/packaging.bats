@@ -126,7 +126,7 @@ in_image() { # in_image SCRIPT: bash -c SCRIPT, with $root the image's root
 
 @test "deb: container image: the README's Dockerfile lines give python3 the library, and only python3" {
 	need_debian_tools
-	block=$(readme_block dockerfile 'A **container image**')
+	block=$(readme_block README.md dockerfile 'A **container image**')
 	for d in "$deb_dir"/libepollfix_*.deb "$deb_dir"/epollfix_*.deb; do [ -f "$d" ] || fail "no $d: the build test failed"; done
 	unshare --mount --pid --fork true 2>/dev/null || skip "cannot make mount and PID namespaces here"
 	build= env=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)

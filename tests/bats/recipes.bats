@@ -21,7 +21,7 @@ verify() {
 }
 
 @test "recipes: the README's systemd drop-in is a valid drop-in that sets the preload" {
-	block=$(readme_block ini 'A **systemd service**')
+	block=$(readme_block README.md ini 'A **systemd service**')
 	grep -q '^Environment=LD_PRELOAD=' <<<"$block" || fail "no drop-in in the README: $block"
 	printf '[Unit]\nDescription=a service\n[Service]\nExecStart=%s --count 5\n' \
 		"$EPOLLFIX_PROGS/ef-sleep" >"$units/myapp.service"
@@ -35,7 +35,7 @@ verify() {
 }
 
 @test "recipes: the README's unit that takes the report at ExecStop verifies with the installed command's path" {
-	block=$(readme_block ini '### Stopping a service with its report')
+	block=$(readme_block README.md ini '### Stopping a service with its report')
 	grep -q '^ExecStop=' <<<"$block" || fail "no unit in the README: $block"
 	# The README's paths, swapped for the built command and a real server.
 	block=$(sed -e "s|/usr/local/bin/epollfix|$EPOLLFIX_CMD|g" \
