@@ -3,7 +3,7 @@
 # scripts/package-deb (lintian, apt-get install, the installed command, purge),
 # and the wheel built by scripts/package-wheel (pip install into a fresh
 # virtualenv, its command, python -m epollfix, epollfix.reexec()). Each test runs
-# what the README's "Deploying" section tells a user to run.
+# what the README's "Install" and "Turning it on" sections tell a user to run.
 # The packages are built from the source tree, not from the build directory the
 # suite runs for: they are tested once, in the run for build/ (scripts/test's
 # glibc build) or when this file is run by hand, and skipped in the others

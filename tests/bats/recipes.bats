@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The README's deployment recipes as a user copies them: the systemd units are
+# The README's deployment recipes as a user copies them (the unit that takes
+# the report at ExecStop from doc/operations.md): the systemd units are
 # checked by systemd itself (systemd-analyze verify: syntax, keys, that the
 # programs exist); no service is started, since no systemd runs as init here.
 # The whole-host and container-image recipes run in tests/bats/packaging.bats,
@@ -34,10 +35,10 @@ verify() {
 	grep -q "Unknown key 'Enviroment'" <<<"$stderr" || fail "no warning for a bad key: $stderr"
 }
 
-@test "recipes: the README's unit that takes the report at ExecStop verifies with the installed command's path" {
-	block=$(readme_block README.md ini '### Stopping a service with its report')
-	grep -q '^ExecStop=' <<<"$block" || fail "no unit in the README: $block"
-	# The README's paths, swapped for the built command and a real server.
+@test "recipes: doc/operations.md's unit that takes the report at ExecStop verifies with the installed command's path" {
+	block=$(readme_block doc/operations.md ini '## Stopping a service with its report')
+	grep -q '^ExecStop=' <<<"$block" || fail "no unit in doc/operations.md: $block"
+	# The page's paths, swapped for the built command and a real server.
 	block=$(sed -e "s|/usr/local/bin/epollfix|$EPOLLFIX_CMD|g" \
 		-e "s|/usr/sbin/haproxy -Ws -f /etc/haproxy/haproxy.cfg|$EPOLLFIX_PROGS/ef-server|" <<<"$block")
 	printf '[Unit]\nDescription=a service\n%s\n' "$block" >"$units/server.service"
