@@ -73,7 +73,7 @@ EXPORT int pthread_create(void *thread, const void *attr, void *(*start)(void *)
  * wrapper's frame would be popped by the child and reused under the waiting
  * parent. So vfork is a trampoline that calls ef_vfork_prepare and jumps to
  * libc's vfork with the stack as the program left it. Elsewhere than x86-64
- * and AArch64 vfork is not interposed (the README's limits). */
+ * and AArch64 vfork is not interposed (doc/limits.md). */
 __attribute__((visibility("hidden"), used)) void *ef_vfork_prepare(void);
 void *ef_vfork_prepare(void)
 {
