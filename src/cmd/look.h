@@ -32,7 +32,7 @@ struct look {
 	struct ef_site_view sites[EF_SITE_ROWS]; /* with their counters from the slots */
 };
 
-/* Exit statuses of `epollfix status`, one per kind of answer (doc/epollfix.1). */
+/* Exit statuses of `epollfix status`, one per kind of answer (doc/epollfix.1.in). */
 enum {
 	EF_ST_OK = 0,
 	EF_ST_USAGE = 2,

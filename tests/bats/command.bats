@@ -227,7 +227,7 @@ install_tree() {
 	install_tree
 	conf=$(find "$root" -name epollfix.conf)
 	[ -f "$conf" ] || fail "no configuration file installed: $(find "$root" -type f)"
-	cmp "$conf" "$EPOLLFIX_SRC/doc/epollfix.conf" || fail "not the commented example"
+	cmp "$conf" "$EPOLLFIX_BUILD/doc/epollfix.conf" || fail "not the commented example"
 	echo 'subms = 20us # edited' >>"$conf"
 	install_tree
 	[ "$(tail -n 1 "$conf")" = 'subms = 20us # edited' ] || fail "overwritten: $(tail -n 3 "$conf")"
@@ -239,18 +239,18 @@ install_tree() {
 	page=$(find "$root" -path '*/man5/epollfix.conf.5')
 	[ -f "$page" ] || fail "no epollfix.conf(5)"
 	grep -q "^\.TH EPOLLFIX.CONF 5 .*\"epollfix $(project_version)\"" "$page" || fail "$(sed -n 2p "$page")"
-	keys=$(sed -n 's/^# *\([a-z-]*\) *=.*/\1/p' "$EPOLLFIX_SRC/doc/epollfix.conf")
+	keys=$(sed -n 's/^# *\([a-z-]*\) *=.*/\1/p' "$EPOLLFIX_BUILD/doc/epollfix.conf")
 	[ -n "$keys" ] || fail "no settings in the sample file"
 	for k in $keys; do
 		grep -q "^\\\\fB$(sed 's/-/\\\\-/g' <<<"$k")\\\\fR = " "$page" || fail "no entry for $k in $page"
 	done
 }
 
-@test "the README's configuration table and the man page name every variable" {
+@test "the README's configuration table and the generated man page name every variable" {
 	run "$cmd" --help
 	vars=$(grep -o '\[EPOLLFIX_[A-Z_]*' <<<"$output" | tr -d '[' | sort -u)
 	for v in $vars; do
 		grep -q "$v" "$EPOLLFIX_SRC/README.md" || fail "README.md does not mention $v"
-		grep -q "${v//_/\\\\_}\|$v" "$EPOLLFIX_SRC/doc/epollfix.1" || fail "epollfix.1 does not mention $v"
+		grep -q "${v//_/\\\\_}\|$v" "$EPOLLFIX_BUILD/doc/epollfix.1" || fail "epollfix.1 does not mention $v"
 	done
 }
