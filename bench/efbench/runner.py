@@ -1,0 +1,137 @@
+"""Running the benchmark programs. Bench holds a run's settings (the build
+folder, --runs, --quick, the results folder) and what it gathers (targets,
+warnings, failures); it locates the library and the programs, runs one
+measured command with or without the library (LD_PRELOAD reaches that command
+only, and every run is logged to raw/commands.log), runs variants alternately
+(ABBA), and runs a section so that its failure leaves the others running.
+Failed is what a benchmark that did not run raises."""
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLACK_NS = 1000          # EPOLLFIX_SLACK of every run with the library, and the limit's slack
+SLACK = "1us"
+
+
+class Failed(Exception):
+    pass
+
+
+def alternate(variants, runs, once):
+    """variants: list of keys. Runs once(key, rep) for every key, runs
+    times, reversing the order every other round so drift hits both sides
+    alike. Returns {key: [result per run]}."""
+    out = {k: [] for k in variants}
+    for rep in range(runs):
+        order = variants if rep % 2 == 0 else list(reversed(variants))
+        for k in order:
+            out[k].append(once(k, rep))
+    return out
+
+
+class Bench:
+    def __init__(self, args):
+        self.quick = args.quick
+        self.build = os.path.abspath(args.build)
+        self.out = os.path.abspath(args.out)
+        self.raw = os.path.join(self.out, "raw")
+        os.makedirs(self.raw, exist_ok=True)
+        self.lib = os.path.join(self.build, "src", "libepollfix.so")
+        self.bin = os.path.join(self.build, "bench")
+        self.forward = os.path.join(self.bin, "libefb-forward.so")  # bench/forward.c: the floor
+        self.runs = args.runs or (1 if self.quick else 5)
+        self.failures = []
+        self.warnings = []
+        self.targets = []      # (target, measurement, met)
+        self.log = open(os.path.join(self.raw, "commands.log"), "w")
+        self.seq = 0
+        self.py = real_python()
+        for need in [self.lib, self.forward] + [self.prog(p) for p in ("efb-timer", "efb-pass", "efb-busy",
+                                                                        "efb-cost")]:
+            if not os.path.exists(need):
+                sys.exit(f"bench/run: {need} is missing: run scripts/build (or ninja -C {args.build})")
+        self.libev = os.path.join(os.path.dirname(self.bin), "tests", "progs", "ef-libev")
+        self.has_libev = os.path.exists(self.libev)
+
+    def prog(self, name):
+        return os.path.join(self.bin, name)
+
+    def env(self, lib, policy):
+        """lib: True for the library (with policy: its EPOLLFIX_* settings), or
+        the path of another preload (policy: its variables)."""
+        env = {k: v for k, v in os.environ.items()
+               if k != "LD_PRELOAD" and not k.startswith(("EPOLLFIX_", "EFB_"))}
+        if lib:
+            env["LD_PRELOAD"] = self.lib if lib is True else lib
+            if lib is True:
+                env["EPOLLFIX_SLACK"] = SLACK
+            env.update(policy or {})
+        return env
+
+    def run(self, tag, cmd, lib=False, policy=None, raw=False, timeout=300):
+        """Runs one measured command; returns its summary fields (ints/floats)
+        plus 'samples' (ns) when raw. LD_PRELOAD reaches only this command."""
+        self.seq += 1
+        rawfile = os.path.join(self.raw, f"{self.seq:04d}-{tag}.txt") if raw else None
+        cmd = [str(c) for c in cmd]
+        if raw:
+            cmd += [rawfile] if cmd[0] == self.py else ["--raw", rawfile]
+        env = self.env(lib, policy)
+        shown = " ".join(f"{k}={env[k]}" for k in sorted(env)
+                         if k == "LD_PRELOAD" or k.startswith(("EPOLLFIX_", "EFB_")))
+        self.log.write(f"{self.seq:04d} {tag}: {'env ' + shown + ' ' if shown else ''}"
+                       f"{' '.join(cmd)}\n")
+        self.log.flush()
+        try:
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise Failed(f"{tag}: {e}")
+        if p.returncode != 0:
+            raise Failed(f"{tag}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
+        fields = {}
+        for m in re.finditer(r"(\w+)=(-?[0-9.]+)", p.stdout):
+            fields[m.group(1)] = float(m.group(2))
+        if "cpu_ns" not in fields:
+            raise Failed(f"{tag}: no summary line in {p.stdout!r}")
+        if raw:
+            with open(rawfile) as f:
+                fields["samples"] = [int(x) for x in f if x.strip()]
+            if not fields["samples"]:
+                raise Failed(f"{tag}: no samples")
+        if p.stderr.strip():
+            self.log.write(f"     stderr: {p.stderr.strip()[:300]}\n")
+        return fields
+
+    def alternate(self, variants, once):
+        """alternate(), self.runs times."""
+        return alternate(variants, self.runs, once)
+
+    def section(self, name, fn):
+        t0 = time.monotonic()
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        try:
+            text = fn(self)
+        except Exception as e:  # a benchmark, or this script, failed: the other sections still run
+            if not isinstance(e, Failed):
+                traceback.print_exc()
+            self.failures.append(f"{name}: {e!r}" if not isinstance(e, Failed) else f"{name}: {e}")
+            text = f"**This section failed to run:** `{e}`\n"
+        return text + f"\n<sub>section time {time.monotonic() - t0:.0f} s</sub>\n"
+
+
+def real_python():
+    """The real CPython (python3 on PATH may be a pyenv shim, a bash script:
+    LD_PRELOAD must reach the interpreter, not a shell)."""
+    try:
+        p = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"],
+                           capture_output=True, text=True, timeout=60)
+        exe = p.stdout.strip()
+        if p.returncode == 0 and exe and os.path.exists(exe):
+            return exe
+    except OSError:
+        pass
+    return sys.executable

@@ -1,0 +1,177 @@
+"""Section 2, cost: CPU per upgraded wait against a direct epoll_pwait2 of
+the same length and slack, paired in one process (efb-cost) and beside the
+two floors of bench/forward.c, then in separate processes; the system calls
+per upgraded wait (strace); and the price of upgrading a genuine 1 ms timer
+(wake-ups and CPU per second)."""
+import os
+import re
+import shutil
+import subprocess
+
+from ..report import table
+from ..runner import ROOT, SLACK, SLACK_NS, Failed
+from ..stats import Fig, us
+
+
+def cost(b):
+    n = 500 if b.quick else 5000
+    md = []
+    timer = b.prog("efb-timer")
+    md.append("### CPU per upgraded wait\n")
+    blocks, block = (4, 100) if b.quick else (100, 250)
+    md.append(f"In one process under the library (`efb-cost`), blocks of {block} waits alternate ABBA: "
+              f"*upgraded*, `epoll_wait(1 ms)` with the thread's default slack, which the library waits as "
+              f"`epoll_pwait2(50 µs)` with slack {SLACK} (set at the first wait of the run, which goes on "
+              f"through the block); and *direct*, "
+              f"`epoll_pwait2(50 µs)` called by the program with its slack set to {SLACK} around the block. "
+              f"CPU is the thread's user+sys (CLOCK_THREAD_CPUTIME_ID) per wait; {blocks} blocks a run, "
+              f"the ratio of each pair of blocks, median over pairs, then over runs.\n\n"
+              f"The same program runs, alternating, under two floors instead of the library "
+              f"(`bench/forward.c`, `libefb-forward.so`): a preload that turns `epoll_wait(1)` into "
+              f"`epoll_pwait2(50 µs)` and does nothing else (its slack set once), and the same reading "
+              f"CLOCK_MONOTONIC before and after each wait, as a policy that learns from how long waits "
+              f"take must. The second is the least any such policy can cost here; what the library adds "
+              f"over it is its configuration, its decisions and its counters.\n")
+    ccmd = [b.prog("efb-cost"), "--sleep-us", 50, "--slack", SLACK_NS, "--block", block, "--blocks", blocks]
+    floors = {"library": (True, None),
+              "floor: forward only": (b.forward, {"EFB_FORWARD_SLACK": str(SLACK_NS)}),
+              "floor: forward + 2 clock reads": (b.forward, {"EFB_FORWARD_SLACK": str(SLACK_NS),
+                                                             "EFB_FORWARD_CLOCKS": "1"})}
+    runs = b.alternate(list(floors), lambda k, rep: b.run("cost-paired-" + re.sub(r"\W+", "-", k), ccmd,
+                                                          lib=floors[k][0], policy=floors[k][1]))
+    figs = {k: {f: Fig([r[f] for r in runs[k]]) for f in ("upgraded_ns", "direct_ns", "ratio",
+                                                           "upgraded_elapsed_ns", "direct_elapsed_ns")}
+            for k in floors}
+    lib = figs["library"]
+    up, di, ratio, upe = lib["upgraded_ns"], lib["direct_ns"], lib["ratio"], lib["upgraded_elapsed_ns"]
+    rows = []
+    for k in floors:
+        f = figs[k]
+        rows.append([f"upgraded under the {k}" if k == "library" else k, us(f["upgraded_ns"]),
+                     us(f["upgraded_elapsed_ns"]), f["ratio"].fmt(digits=3)])
+    rows.append(["direct epoll_pwait2(50 µs), in the library's runs", us(di), us(lib["direct_elapsed_ns"]), ""])
+    md.append(table(["wait", "CPU µs per wait", "elapsed µs per wait",
+                     "over direct, pair by pair (median, runs)"], rows))
+    floor = figs["floor: forward + 2 clock reads"]["ratio"]
+    md.append(f"\nThe library over the floor that reads the clock: {ratio.med / floor.med:.3f}x "
+              f"(medians {ratio.med:.3f} / {floor.med:.3f}).\n")
+    b.targets.append(("2. CPU per upgraded wait at most 1.02x a direct epoll_pwait2 of the same length "
+                      "and slack (1 thread)",
+                      f"{up.med / 1000:.2f} µs vs {di.med / 1000:.2f} µs a wait; ratio of paired blocks "
+                      f"{ratio.med:.3f} (runs {ratio.lo:.3f}–{ratio.hi:.3f}); a preload that only forwards "
+                      f"and reads the clock twice: {floor.med:.3f}", ratio.med <= 1.02))
+    if upe.med > 500000:
+        b.warnings.append("efb-cost: the upgraded waits took more than 500 µs: the library did not upgrade them")
+
+    md.append(syscalls_per_wait(b))
+
+    md.append(f"\nThe same in separate processes, {n} waits a run, runs alternating (noisier: each process "
+              f"has its own start, caches and neighbours):\n")
+    cmds = {
+        "upgraded": ([timer, "--mode", "fixed", "--fixed-ms", 1, "--count", n], True),
+        "direct": ([timer, "--mode", "pwait2", "--slack", SLACK_NS, "--sleep-us", 50, "--count", n], False),
+        "plain 1 ms, no library": ([timer, "--mode", "fixed", "--fixed-ms", 1, "--count", n // 5], False),
+    }
+    res = b.alternate(list(cmds), lambda k, rep: b.run("cost-wait-" + re.sub(r"\W+", "-", k), cmds[k][0], lib=cmds[k][1]))
+    per = {k: Fig([r["cpu_ns"] / r["waits"] for r in res[k]]) for k in cmds}
+    el = {k: Fig([r["wall_ns"] / r["waits"] for r in res[k]]) for k in cmds}
+    ratios = Fig([u["cpu_ns"] / u["waits"] / (d["cpu_ns"] / d["waits"])
+                  for u, d in zip(res["upgraded"], res["direct"])])
+    rows = [[k, us(per[k]), us(el[k])] for k in cmds]
+    rows.append(["upgraded / direct, run by run", ratios.fmt(digits=3), ""])
+    md.append(table(["wait", "CPU µs per wait", "elapsed µs per wait"], rows))
+
+    dur = 200 if b.quick else 1000
+    md.append("\n### The price of a quantum: a genuine 1 ms timer\n")
+    md.append(f"A loop whose timer really is 1 ms (the C loop with a 1000 µs deadline: it waits "
+              f"`epoll_wait(1)` and waits again while the deadline has not passed), for {dur} ms a run. "
+              f"Under the library each 1 ms wait becomes a SUBMS wait, so the loop wakes several times "
+              f"per timer; wake-ups are the thread's voluntary context switches.\n")
+    variants = {"without": None}
+    for subms in ("20us", "50us", "200us"):
+        for slack in ("1us", "keep"):
+            variants[f"SUBMS={subms} SLACK={slack}"] = {"EPOLLFIX_SUBMS": subms, "EPOLLFIX_SLACK": slack}
+    cmd = [timer, "--mode", "loop", "--sleep-us", 1000, "--duration-ms", dur]
+
+    def once(k, rep):
+        pol = variants[k]
+        return b.run("cost-1ms-" + re.sub(r"\W+", "-", k), cmd, lib=pol is not None, policy=pol)
+    res = b.alternate(list(variants), once)
+    rows = []
+    base = None
+    for k in variants:
+        rs = res[k]
+        wps = Fig([r["nvcsw"] / r["wall_ns"] * 1e9 for r in rs])
+        cpu = Fig([r["cpu_ns"] / r["wall_ns"] * 100 for r in rs])
+        per_wake = Fig([r["cpu_ns"] / max(1, r["nvcsw"]) for r in rs])
+        timers = Fig([r["count"] / r["wall_ns"] * 1e9 for r in rs])
+        per_timer = Fig([r["nvcsw"] / r["count"] for r in rs])
+        if base is None:
+            base = (wps.med, cpu.med)
+        rows.append([k, timers.fmt(digits=0), wps.fmt(digits=0), per_timer.fmt(digits=1),
+                     f"{wps.med / base[0]:.1f}x", cpu.fmt(digits=2), f"{cpu.med / base[1]:.1f}x",
+                     us(per_wake)])
+    md.append(table(["library", "timers/s", "wake-ups/s", "wake-ups per timer", "wake-ups vs without",
+                     "CPU %", "CPU vs without", "CPU µs per wake-up"], rows))
+    return "\n".join(md)
+
+
+def syscalls_per_wait(b):
+    """strace of asyncio sleeping 700 µs over and over: the system calls the
+    library makes per upgraded wait."""
+    md = ["\n### System calls per upgraded wait\n"]
+    if not shutil.which("strace"):
+        return md[0] + "strace is not installed: skipped.\n"
+    sleeps = 50 if b.quick else 200
+    b.seq += 1
+    outf = os.path.join(b.raw, f"{b.seq:04d}-strace-asyncio-700us.txt")
+    cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp",
+           "-E", f"LD_PRELOAD={b.lib}", b.py, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"),
+           "700e-6", str(sleeps)]
+    env = b.env(False, None)
+    env["EPOLLFIX_SLACK"] = SLACK
+    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
+    with open(outf) as f:
+        lines = [ln for ln in f if "resumed>" not in ln]
+    calls = [("pwait2" if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln else
+              "probe" if "epoll_pwait2(-1" in ln else
+              "lower" if f"PR_SET_TIMERSLACK, {SLACK_NS})" in ln else
+              "set" if "PR_SET_TIMERSLACK" in ln else
+              "get" if "PR_GET_TIMERSLACK" in ln else
+              "seccomp" if "PR_GET_SECCOMP" in ln else
+              "wait" if "epoll_wait(" in ln else "other") for ln in lines]
+    n = calls.count("pwait2")
+    if not n:
+        raise Failed("strace: no upgraded wait")
+    lib = sum(calls.count(k) for k in ("lower", "set", "get", "seccomp", "probe"))
+    # A continuing wait: an upgraded wait right after one, nothing between.
+    cont = sum(1 for i in range(1, len(calls)) if calls[i] == "pwait2" and calls[i - 1] == "pwait2")
+    first = n - cont
+    before_first = sum(1 for i in range(1, len(calls)) if calls[i] == "pwait2" and calls[i - 1] != "pwait2"
+                       and calls[i - 1] in ("lower", "get", "seccomp", "set"))
+    per_wait = (n + calls.count("lower") + calls.count("get") + calls.count("seccomp")) / n
+    overall = (n + lib) / n
+    md.append(f"`strace -f -e trace=prctl,epoll_wait,epoll_pwait2,seccomp` of asyncio sleeping 700 µs "
+              f"{sleeps} times (`tests/progs/asyncio_sleep.py 700e-6 {sleeps}`), under the library. A run's "
+              f"first upgraded wait follows a call that is not one (asyncio's zero-timeout poll); a continuing "
+              f"one follows an upgraded wait. The thread's own slack is restored before the zero-timeout "
+              f"poll that ends a run: that call is counted with the restores.\n")
+    md.append(table(["", "count"], [
+        ["upgraded waits (epoll_pwait2)", n],
+        ["  of which a run's first / continuing", f"{first} / {cont}"],
+        ["PR_SET_TIMERSLACK to EPOLLFIX_SLACK (a run's first wait)", calls.count("lower")],
+        ["PR_SET_TIMERSLACK back to the thread's own (before another call)", calls.count("set")],
+        ["PR_GET_TIMERSLACK", calls.count("get")],
+        ["PR_GET_SECCOMP", calls.count("seccomp")],
+        ["system calls per upgraded wait (the wait, its lowering, reads)", f"{per_wait:.2f}"],
+        ["everything the library asked, restores included, per upgraded wait", f"{overall:.2f}"],
+    ]))
+    b.targets.append(("2. system calls per upgraded wait (strace) at most 2, and 1 where the run continues",
+                      f"{per_wait:.2f} a wait ({calls.count('lower')} lowerings, {calls.count('get')} reads, "
+                      f"{calls.count('seccomp')} seccomp asks for {n} waits; {before_first} of {first} first "
+                      f"waits preceded by a call of the library, continuing waits 1); restores included "
+                      f"{overall:.2f}", per_wait <= 2.0 and calls.count("seccomp") == 0))
+    return "\n".join(md)
