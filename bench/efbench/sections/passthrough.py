@@ -51,30 +51,13 @@ def passthrough(b):
               f"(looked up in libc.so.6), both through a pointer. Added = fastest round of the program's "
               f"minus fastest round of libc's. The control is the same program without the library, where "
               f"both are libc's: its figure is the resolution of the method.\n")
-    keys = [(c, lib) for c in cases for lib in (True, False)]
-
-    def once_paired(k, rep):
-        c, lib = k
-        return b.run(f"pass-paired-{c}-{'with' if lib else 'control'}",
-                     [b.prog("efb-pass"), "--case", c, "--count", count, "--rounds", prounds,
-                      "--paired", 1], lib=lib)
-    saved = b.runs
-    if not b.quick:
-        b.runs = max(b.runs, 5)
-    try:
-        res = b.alternate(keys, once_paired)
-    finally:
-        b.runs = saved
+    figs = paired(b, "pass-paired", cases, count, prounds)
     rows = []
     for c in cases:
-        w, ctl = res[(c, True)], res[(c, False)]
-        libc = Fig([r["ns_libc"] for r in w])
-        added = Fig([r["ns_program"] - r["ns_libc"] for r in w], tail=True)
-        control = Fig([r["ns_program"] - r["ns_libc"] for r in ctl], tail=True)
+        libc, added, control = figs[c]
         allowed = max(0.02 * libc.med, 5.0)
         met = added.med <= allowed
-        rows.append([cases[c], libc.fmt(digits=1), added.fmt(digits=1), control.fmt(digits=1),
-                     f"{added.med / libc.med * 100:+.1f}%", f"{allowed:.1f}", "met" if met else "missed"])
+        rows.append(paired_cells(cases[c], figs[c]) + [f"{allowed:.1f}", "met" if met else "missed"])
         b.targets.append((f"3. pass-through overhead at most max(2%, 5 ns): {cases[c]}",
                           f"{libc.med:.1f} ns a call in libc, {added.med:+.1f} ns added by the library "
                           f"(paired; control {control.med:+.1f} ns)", met))
@@ -82,38 +65,15 @@ def passthrough(b):
             b.targets.append(("3. time added to an idle epoll_wait(0), paired in one process: at most 3 ns",
                               f"{added.med:+.1f} ns (runs {added.lo:+.1f} to {added.hi:+.1f}; "
                               f"control {control.med:+.1f} ns)", added.med <= 3.0))
-    md.append(table(["call", "ns/call libc", "ns added by the library", "control (no library)", "relative",
-                     "allowed ns", "target"], rows))
+    md.append(table(PAIRED_HEAD + ["allowed ns", "target"], rows))
 
     watched = {"syscall": "syscall(SYS_getppid)", "prctl": "prctl(PR_GET_DUMPABLE)",
                "slack": "prctl(PR_GET_TIMERSLACK), no run open"}
     md.append(f"\nThe calls the library watches (for the timer slack and seccomp filters) and otherwise "
               f"passes on, paired the same way ({prounds} rounds of {count} calls, the program's function "
               f"against libc's own):\n")
-    wkeys = [(c, lib) for c in watched for lib in (True, False)]
-
-    def once_watched(k, rep):
-        c, lib = k
-        return b.run(f"watched-paired-{c}-{'with' if lib else 'control'}",
-                     [b.prog("efb-pass"), "--case", c, "--count", count, "--rounds", prounds,
-                      "--paired", 1], lib=lib)
-    saved = b.runs
-    if not b.quick:
-        b.runs = max(b.runs, 5)
-    try:
-        wres = b.alternate(wkeys, once_watched)
-    finally:
-        b.runs = saved
-    rows = []
-    for c in watched:
-        w, ctl = wres[(c, True)], wres[(c, False)]
-        libc = Fig([r["ns_libc"] for r in w])
-        added = Fig([r["ns_program"] - r["ns_libc"] for r in w], tail=True)
-        control = Fig([r["ns_program"] - r["ns_libc"] for r in ctl], tail=True)
-        rows.append([watched[c], libc.fmt(digits=1), added.fmt(digits=1), control.fmt(digits=1),
-                     f"{added.med / libc.med * 100:+.1f}%"])
-    md.append(table(["call", "ns/call libc", "ns added by the library", "control (no library)", "relative"],
-                    rows))
+    figs = paired(b, "watched-paired", watched, count, prounds)
+    md.append(table(PAIRED_HEAD, [paired_cells(watched[c], figs[c]) for c in watched]))
 
     md.append("\n### Instructions per call (callgrind)\n")
     if not shutil.which("valgrind"):
@@ -150,3 +110,42 @@ def passthrough(b):
                           round(per[1] - per[0]) <= 15))  # a call's count is whole: the rest is start-up noise
     md.append(table(["call", "instructions without", "with", "added by the library"], rows))
     return "\n".join(md)
+
+
+def paired(b, tag, calls, count, prounds):
+    """efb-pass --paired 1 for each of calls (efb-pass --case names), under
+    the library and, as the control, without it, alternating; at least 5
+    runs each but in quick mode. Returns {call: (libc, added, control)}: the
+    Figs of libc's ns per call, of the ns the library adds to it, and of the
+    control's difference (the method's resolution)."""
+    keys = [(c, lib) for c in calls for lib in (True, False)]
+
+    def once(k, rep):
+        c, lib = k
+        return b.run(f"{tag}-{c}-{'with' if lib else 'control'}",
+                     [b.prog("efb-pass"), "--case", c, "--count", count, "--rounds", prounds,
+                      "--paired", 1], lib=lib)
+    saved = b.runs
+    if not b.quick:
+        b.runs = max(b.runs, 5)
+    try:
+        res = b.alternate(keys, once)
+    finally:
+        b.runs = saved
+    figs = {}
+    for c in calls:
+        w, ctl = res[(c, True)], res[(c, False)]
+        figs[c] = (Fig([r["ns_libc"] for r in w]),
+                   Fig([r["ns_program"] - r["ns_libc"] for r in w], tail=True),
+                   Fig([r["ns_program"] - r["ns_libc"] for r in ctl], tail=True))
+    return figs
+
+
+PAIRED_HEAD = ["call", "ns/call libc", "ns added by the library", "control (no library)", "relative"]
+
+
+def paired_cells(label, figs):
+    """The cells of PAIRED_HEAD for one call of paired()."""
+    libc, added, control = figs
+    return [label, libc.fmt(digits=1), added.fmt(digits=1), control.fmt(digits=1),
+            f"{added.med / libc.med * 100:+.1f}%"]
