@@ -300,8 +300,10 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 {
 	struct ef_run *r = &t->run;
 	int T = call->timeout_ms;
-	/* A run that goes on: the time left to its first request's bound. */
+	/* A run that goes on: the time left to its first request's bound, and to
+	 * its last request's (the library woke the program before it). */
 	int64_t left = r->open ? r->start_ns + (int64_t)r->first_ms * NS_PER_MS - call->now_ns : -1;
+	int64_t last_left = r->open && r->last_bound_ns ? r->last_bound_ns - call->now_ns : -1;
 
 	if (t->learn.backoff_left) {
 		d.action = EF_GENUINE;
@@ -342,7 +344,11 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			return d;
 		}
 		d = upgrade(min64(c->subms_ns + (int64_t)(T - 1) * NS_PER_MS, (int64_t)T * NS_PER_MS), T);
-		d.ration_ns = (int64_t)T * NS_PER_MS; /* past any bound: as asked */
+		/* Past the first request's bound: the stream is no one chase. But
+		 * the library woke the program before its last request's bound, and
+		 * without it the program would have slept until there: a rationed
+		 * wait ends there, never later than without the library. */
+		d.ration_ns = last_left >= 0 ? last_left : (int64_t)T * NS_PER_MS;
 		return d;
 	}
 	int64_t w = run_wait(c, t, s, elapsed, T);
@@ -390,6 +396,7 @@ EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_t
 		if (c->adapt && call->caller == EF_CALLER_UNKNOWN) {
 			struct ef_decision before = d;
 			d = adaptive(c, t, call, d);
+			t->run.last_bound_ns = call->now_ns + (int64_t)T * NS_PER_MS;
 			d.ended = before.ended;
 			if (d.learned == EF_LEARNED_NOTHING)
 				d.learned = before.learned;

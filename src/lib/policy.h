@@ -119,6 +119,8 @@ struct ef_run {
 	int64_t start_ns;   /* when its first request began */
 	int64_t last_end_ns;
 	int64_t asked_ns;   /* the waits asked so far: a stalled machine does not add to it */
+	int64_t last_bound_ns; /* the run's last request's bound: when the program would
+				  have woken from it without the library */
 };
 
 /* Where in the millisecond runs that ended in an event ended: a loop with a

@@ -404,6 +404,36 @@ Test(runs, an_endless_stream_keeps_precision_under_auto)
 	cr_assert_eq(ef_site_of(&th, site_a)->shape, EF_SHAPE_ENDLESS);
 }
 
+/* The tail guarantee past the first request's bound: a rationed wait of a
+ * stream that never ends wakes where the program's last request would have
+ * woken it without the library, not a whole request after the early wake-up. */
+Test(runs, a_rationed_wait_of_an_endless_stream_ends_at_the_last_requests_bound)
+{
+	/* A C ticker: 1 ms after 1 ms, asked again 1 us after every return. */
+	int64_t now = 1000 * MS;
+	struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, now };
+	struct ef_decision d;
+	for (int i = 0; i < 2000; i++) {
+		in.now_ns = now;
+		d = ef_before(&cfg, &th, &in);
+		int64_t w = d.action == EF_UPGRADE ? d.wait_ns : MS + 50 * US;
+		ef_after(&cfg, &th, &in, d, 0, now + w + LATE);
+		now += w + LATE + US;
+	}
+	cr_assert_eq(ef_site_of(&th, site_a)->shape, EF_SHAPE_ENDLESS);
+	cr_assert_eq(d.action, EF_UPGRADE, "auto keeps the precision");
+	int64_t last_ask = in.now_ns;
+	/* Asked again at once after that early wake-up, and refused by the ceiling. */
+	in.now_ns = now;
+	d = ef_before(&cfg, &th, &in);
+	cr_assert_eq(d.action, EF_UPGRADE);
+	cr_assert_eq(d.ration_ns, last_ask + MS - now, "rationed to the last request's bound: %lld",
+		     (long long)d.ration_ns);
+	struct ef_decision r = ef_rationed(&th, d, 1);
+	cr_assert_eq(r.action, EF_BOUNDED);
+	cr_assert_eq(r.wait_ns, last_ask + MS - now);
+}
+
 Test(runs, an_endless_stream_is_left_alone_under_safe)
 {
 	int64_t alone;
