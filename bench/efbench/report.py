@@ -33,7 +33,7 @@ PLOT_HEAD = """set terminal pngcairo size 860,560 font 'DejaVu Sans,10' noenhanc
 set grid
 set key outside below maxrows 4
 """
-COLORS = {"c": "#1f77b4", "py": "#d62728", "ev": "#2ca02c", "limit": "#000000"}
+COLORS = {"c": "#1f77b4", "py": "#d62728", "pyx": "#ff7f0e", "ev": "#2ca02c", "limit": "#000000"}
 
 
 def style(key):

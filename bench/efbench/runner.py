@@ -50,6 +50,9 @@ class Bench:
         self.log = open(os.path.join(self.raw, "commands.log"), "w")
         self.seq = 0
         self.py = real_python()
+        # The build's venv holds the epollfix package (scripts/build lays it out):
+        # its interpreter passes asyncio's exact timeouts to the library.
+        self.py_exact = exact_python(os.path.join(self.build, "venv", "bin", "python"))
         for need in [self.lib, self.forward] + [self.prog(p) for p in ("efb-timer", "efb-pass", "efb-busy",
                                                                         "efb-cost")]:
             if not os.path.exists(need):
@@ -79,7 +82,7 @@ class Bench:
         rawfile = os.path.join(self.raw, f"{self.seq:04d}-{tag}.txt") if raw else None
         cmd = [str(c) for c in cmd]
         if raw:
-            cmd += [rawfile] if cmd[0] == self.py else ["--raw", rawfile]
+            cmd += [rawfile] if cmd[0] in (self.py, self.py_exact) else ["--raw", rawfile]
         env = self.env(lib, policy)
         shown = " ".join(f"{k}={env[k]}" for k in sorted(env)
                          if k == "LD_PRELOAD" or k.startswith(("EPOLLFIX_", "EFB_")))
@@ -135,3 +138,14 @@ def real_python():
     except OSError:
         pass
     return sys.executable
+
+
+def exact_python(exe):
+    """exe when it is a CPython that imports the epollfix package, else None."""
+    try:
+        p = subprocess.run([exe, "-c", "import epollfix._epollfix"], capture_output=True,
+                           timeout=60, env={k: v for k, v in os.environ.items()
+                                            if k != "LD_PRELOAD" and not k.startswith("EPOLLFIX_")})
+        return exe if p.returncode == 0 else None
+    except OSError:
+        return None

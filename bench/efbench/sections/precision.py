@@ -1,5 +1,6 @@
 """Section 1, precision: the elapsed time of a requested sleep, 10 µs to 1
-ms, through the C epoll loop, CPython asyncio and libev, without and with
+ms, through the C epoll loop, CPython asyncio (also with the Python
+integration's exact timeouts) and libev, without and with
 the library, against the limit (epoll_pwait2 of the same deadline); 50 µs in
 detail with histograms, and the plots sweep.png and detail50.png. PREC, the
 loops, and the commands that run them are section 6's too."""
@@ -15,6 +16,7 @@ PREC = [  # key, label, how, with library
     ("c+", "C epoll loop + epollfix", "c", True),
     ("py", "CPython asyncio", "py", False),
     ("py+", "CPython asyncio + epollfix", "py", True),
+    ("pyx", "CPython asyncio + epollfix, exact timeouts", "pyx", True),
     ("ev", "libev", "ev", False),
     ("ev+", "libev + epollfix", "ev", True),
     ("limit", "limit: epoll_pwait2, slack 1us", "limit", False),
@@ -22,8 +24,10 @@ PREC = [  # key, label, how, with library
 
 
 def loops(b):
-    """The rows of PREC this machine runs: libev's only where it was built."""
-    return [v for v in PREC if v[2] != "ev" or b.has_libev]
+    """The rows of PREC this machine runs: libev's only where it was built, the
+    Python integration's (exact timeouts, no guess) only where the build's venv
+    holds the package."""
+    return [v for v in PREC if (v[2] != "ev" or b.has_libev) and (v[2] != "pyx" or b.py_exact)]
 
 
 def sleep_cmd(b, how, req, count):
@@ -36,7 +40,7 @@ def sleep_cmd(b, how, req, count):
                 "--sleep-us", req, "--count", count]
     if how == "ev":
         return [b.libev, "--sleep-us", req, "--count", count]
-    return [b.py, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"),
+    return [b.py_exact if how == "pyx" else b.py, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"),
             str(int(req) * 1e-6), count]
 
 
