@@ -61,8 +61,6 @@
 #define UNPROVEN_LIMIT 8
 #define BACKOFF_FIRST 4096     /* 1 ms waits: about 4 s of a loop that waits 1 ms */
 #define BACKOFF_MAX (1u << 20) /* re-checked at least every ~17 minutes */
-#define QUIET_FIRST 64         /* run ends left unsampled after a sub-ms verdict */
-#define QUIET_MAX 4096
 #define ADAPT_SAFE 2
 #define OVERSHOOT_MAX (100 * NS_PER_US)
 
@@ -105,14 +103,10 @@ static enum ef_learned grid_verdict(struct ef_learn *l)
 		l->backoff_len = l->backoff_len ? l->backoff_len : BACKOFF_FIRST;
 		l->backoff_left = l->backoff_len;
 		l->backoff_len = l->backoff_len < BACKOFF_MAX ? 2 * l->backoff_len : BACKOFF_MAX;
-		l->quiet_len = 0;
 		return EF_LEARNED_GENUINE;
 	}
 	if (best >= EF_LEARN_SAMPLES - 2)
 		return EF_LEARNED_NOTHING;
-	l->quiet_len = l->quiet_len ? l->quiet_len : QUIET_FIRST;
-	l->quiet_left = l->quiet_len;
-	l->quiet_len = l->quiet_len < QUIET_MAX ? 2 * l->quiet_len : QUIET_MAX;
 	l->backoff_len = 0;
 	return EF_LEARNED_SUBMS;
 }
@@ -123,10 +117,6 @@ static enum ef_learned grid_verdict(struct ef_learn *l)
  * sample: the safe side. */
 static enum ef_learned grid_sample(struct ef_learn *l, int64_t end_ns)
 {
-	if (l->quiet_left) {
-		l->quiet_left--;
-		return EF_LEARNED_NOTHING;
-	}
 	l->bins[end_ns % NS_PER_MS * EF_LEARN_BINS / NS_PER_MS]++;
 	return ++l->samples == EF_LEARN_SAMPLES ? grid_verdict(l) : EF_LEARNED_NOTHING;
 }

@@ -134,8 +134,6 @@ struct ef_learn {
 	uint8_t bins[EF_LEARN_BINS];
 	uint32_t backoff_left; /* 1 ms waits to leave alone before trying again */
 	uint32_t backoff_len;  /* the next back-off: doubled each time it is confirmed */
-	uint32_t quiet_left;   /* run ends to let pass unsampled after a sub-ms verdict */
-	uint32_t quiet_len;    /* the next quiet spell: doubled each time it is confirmed */
 };
 
 /* What the policy remembers per thread between calls. The sites come last: a
