@@ -84,8 +84,10 @@ per_timer_x100() {
 	assert_output --regexp 'site: select\.cpython[^:]*: runs of requests that end \(sub-ms deadlines seen\); [0-9]+ waits upgraded for [0-9]+ deadlines \([0-9.]+ per deadline\); first waits go to the predicted deadline'
 	run preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
 	assert_success
-	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; 100 waits upgraded, [0-9.]+ per ms asked; kept precise, in SUBMS steps \(EPOLLFIX_ADAPT=safe'
+	# A slow machine (the sanitizer builds) can make a gap look used, and a
+	# run end before its request: "(sub-ms deadlines seen)" may then follow.
+	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends( \(sub-ms deadlines seen\))?; 100 waits upgraded, [0-9.]+ per ms asked; kept precise, in SUBMS steps \(EPOLLFIX_ADAPT=safe'
 	run preload EPOLLFIX_STATS=1 EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
 	assert_success
-	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends; [0-9]+ waits upgraded, ([0-9.]+ per ms asked, )?[0-9]+ left alone; now left alone as genuine'
+	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends( \(sub-ms deadlines seen\))?; [0-9]+ waits upgraded, ([0-9.]+ per ms asked, )?[0-9]+ left alone; now left alone as genuine'
 }
