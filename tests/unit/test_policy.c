@@ -536,6 +536,19 @@ Test(runs, safe_keeps_deadlines_the_program_shows)
 	}
 }
 
+Test(runs, safe_leaves_alone_a_site_that_shows_no_sub_ms_deadline)
+{
+	/* A loop whose runs end only once their whole request has elapsed (a
+	 * genuine 1 ms timer, no zero poll: gevent-like) never shows a sub-ms
+	 * deadline: after a few such runs safe leaves the site alone, and each
+	 * timer costs one wake-up again. */
+	cfg.adapt = 2;
+	struct loop p = { .now = 1000 * MS, .turn = 2 * US, .callback = 40 * US, .site = site_a };
+	double w = wakes_per_timer(&p, 1 * MS, 20, 200);
+	cr_assert_leq(w, 1.05, "%.2f wake-ups per timer", w);
+	cr_assert_not(ef_site_of(&th, site_a)->proven);
+}
+
 Test(runs, sites_are_judged_apart)
 {
 	struct loop a = asyncio_like();
