@@ -211,9 +211,11 @@ static void comment(const char *text)
 {
 	char plain[2048];
 	size_t n = 0;
-	for (const char *s = text; *s && n + 1 < sizeof(plain); s++)
+	for (const char *s = text; *s && n + 2 < sizeof(plain); s++)
 		if (*s != '`')
 			plain[n++] = *s;
+	if (n && plain[n - 1] != '.')
+		plain[n++] = '.'; /* a comment ends its sentence */
 	plain[n] = '\0';
 	/* A sentence starts with a capital, unless with a value ("quiet, warn"). */
 	if (*text != '`' && plain[0] >= 'a' && plain[0] <= 'z')
@@ -227,7 +229,7 @@ static void comment(const char *text)
 			if (!cut)
 				cut = strcspn(p, " ");
 		}
-		printf("# %.*s%s\n", (int)cut, p, p[cut] || plain[n - 1] == '.' ? "" : ".");
+		printf("# %.*s\n", (int)cut, p);
 		p += cut;
 		while (*p == ' ')
 			p++;

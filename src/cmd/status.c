@@ -243,7 +243,7 @@ static void one_line(FILE *out, const struct look *l, const struct rates *r)
 /* The exit report's text, from the shared formatter, and what only a live
  * look has: the library and the rates. */
 /* Names a site of the process read (ctx) from outside. */
-static void site_where(const void *ra, void *ctx, struct ef_buf *w)
+static void site_where(const void *ra, const void *ctx, struct ef_buf *w)
 {
 	const struct look *l = ctx;
 	ef_look_site_where(l->pid, (uint64_t)(uintptr_t)ra, l->comm, w);
@@ -262,7 +262,7 @@ static void full_report(FILE *out, const struct look *l, const struct rates *r)
 	struct ef_report_in in = { .t = &l->t, .c = &l->c, .pid = l->pid, .comm = comm,
 				   .pw2 = (enum ef_pwait2_state)l->pw2_state, .pw2_why = l->pw2_why,
 				   .runtimes = l->runtimes, .sites = l->sites,
-				   .where = site_where, .ctx = (void *)(uintptr_t)l };
+				   .where = site_where, .ctx = l };
 	ef_report_format(&in, &b);
 	fputs(text, out);
 	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, l->build_id);

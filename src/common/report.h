@@ -46,8 +46,8 @@ struct ef_report_in {
 	unsigned runtimes;                /* the bits (1 << rt) of the runtimes recognised */
 	const struct ef_site_view *sites; /* EF_SITE_ROWS, the used ones first */
 	/* Names a site by its call address, as "libfoo.so (fn+42)" or "?". */
-	void (*where)(const void *ra, void *ctx, struct ef_buf *w);
-	void *ctx;
+	void (*where)(const void *ra, const void *ctx, struct ef_buf *w);
+	const void *ctx;
 };
 
 /* The whole report, one process's: every line starts with "epollfix[pid] ",

@@ -217,7 +217,7 @@ static int open_report(const char *stats_path, const char *path)
 
 /* A call site as dladdr(3) names it: "libfoo.so (fn+42)"; the program's own
  * file by its name (ctx). */
-static void site_where(const void *ra, void *ctx, struct ef_buf *w)
+static void site_where(const void *ra, const void *ctx, struct ef_buf *w)
 {
 	Dl_info info;
 	if (dladdr(ra, &info) && info.dli_fname) {

@@ -106,7 +106,7 @@ Test(totals, pwait2_line_says_why)
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_UNKNOWN, 0, &b)->p, "not probed (no call needed it)");
 }
 
-static void name_x(const void *ra, void *ctx, struct ef_buf *w)
+static void name_x(const void *ra, const void *ctx, struct ef_buf *w)
 {
 	(void)ra;
 	ef_fmt(w, "%s", (const char *)ctx);
