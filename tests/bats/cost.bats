@@ -50,7 +50,7 @@ setup() {
 		run preload "$EPOLLFIX_PROGS/ef-slack" spawn "$way"
 		assert_success
 		# The wait before it was upgraded: the library's slack was in force.
-		assert_upgraded
+		assert_one_upgraded
 		[ "$(field child)" = "$own" ] || fail "$way: the child got $(field child), not $own: $output"
 	done
 }
