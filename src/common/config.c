@@ -12,7 +12,7 @@ static const struct ef_word ef_log_words[] = {
 static const struct ef_word ef_bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
 static const struct ef_word ef_seccomp_words[] = { { "safe", 0 }, { "trust", 1 }, { NULL, 0 } };
 static const struct ef_word ef_adapt_words[] = {
-	{ "off", 0 }, { "auto", 1 }, { "safe", 2 }, { NULL, 0 }
+	{ "off", EF_ADAPT_OFF }, { "auto", EF_ADAPT_AUTO }, { "safe", EF_ADAPT_SAFE }, { NULL, 0 }
 };
 
 #define NUM_ROW(member, ENV, name_, kind_, min_, max_, def_, fallback_, words_, arg_, help_)     \

@@ -10,6 +10,9 @@
 #include "fmt.h"
 #include "log.h" /* enum ef_log */
 
+/* EPOLLFIX_ADAPT */
+enum ef_adapt { EF_ADAPT_OFF, EF_ADAPT_AUTO, EF_ADAPT_SAFE };
+
 enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 
 /* Every variable, once. The X-macro generates struct ef_config and struct
@@ -47,7 +50,8 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	NUM(clamp_gap_ns, CLAMP_GAP, "clamp-gap", DURATION, 1, EF_NS_PER_S, 1 * EF_NS_PER_US,    \
 	    1 * EF_NS_PER_US, NULL, "=VALUE",                                                     \
 	    "polls count as one busy loop only if the program came back within this time")       \
-	NUM(adapt, ADAPT, "adapt", WORD, 0, 2, 1, 1, ef_adapt_words, "=VALUE",                   \
+	NUM(adapt, ADAPT, "adapt", WORD, EF_ADAPT_OFF, EF_ADAPT_SAFE, EF_ADAPT_AUTO, EF_ADAPT_AUTO, \
+	    ef_adapt_words, "=VALUE",                                                            \
 	    "auto: predict each call site's deadlines, leave alone the 1 ms of loops that mean "  \
 	    "it (libuv, nginx, libevent, Java, or learned), keep precision where it cannot tell; " \
 	    "safe: also leave alone every stream not shown to be sub-ms (a whole host); "         \

@@ -170,7 +170,7 @@ static void site(const struct ef_site_view *row, const struct ef_config *c, long
 		ef_fmt(out, ", %" PRIu64 " left alone", alone);
 	if (f & EF_SF_BACKED_OFF)
 		ef_fmt(out, "; now left alone as genuine");
-	else if (endless && c->adapt == 1)
+	else if (endless && c->adapt == EF_ADAPT_AUTO)
 		ef_fmt(out, "; kept precise, in SUBMS steps (EPOLLFIX_ADAPT=safe leaves such a stream "
 			    "alone: right for a loop that means its 1 ms)");
 	else if (ends)

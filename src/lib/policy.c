@@ -9,20 +9,20 @@
 /* A program that comes back much later than its quickest re-ask after an empty
  * wake-up used it: gevent asks again within 1-2 us when no timer was due, and
  * runs a Python callback of 10-100 us when one was; asyncio's own empty turn
- * takes 4-7 us. The threshold is USED_FACTOR times the site's quickest re-ask
- * plus USED_SLOP. A short gap says nothing: C callbacks are as quick as an
+ * takes 4-7 us. The threshold is USED_GAP_FACTOR times the site's quickest re-ask
+ * plus USED_GAP_SLOP_NS. A short gap says nothing: C callbacks are as quick as an
  * empty turn of the loop, and a program that uses every wake-up shows no quick
  * re-ask at all (its gaps all look alike: a stream that never ends). */
-#define USED_FACTOR 3
-#define USED_SLOP (2 * NS_PER_US)
-/* The quickest re-ask drifts up 1/QUICK_DRIFT of the way to a slower gap, so
- * one lucky fast turn does not set it for good; 1/USED_DRIFT of the way to one
+#define USED_GAP_FACTOR 3
+#define USED_GAP_SLOP_NS (2 * NS_PER_US)
+/* The quickest re-ask drifts up 1/QUICK_GAP_DRIFT of the way to a slower gap, so
+ * one lucky fast turn does not set it for good; 1/USED_GAP_DRIFT of the way to one
  * judged used. Where first waits are predicted well every gap is a used one:
  * gevent's, followed by its Python callback. At 1/64 they pulled the threshold
  * above the callbacks within a few dozen runs, and two runs then ran into one
  * (18 SUBMS steps) until a probe's quick re-ask brought it down again. */
-#define QUICK_DRIFT 64
-#define USED_DRIFT 1024
+#define QUICK_GAP_DRIFT 64
+#define USED_GAP_DRIFT 1024
 /* A program that shows a deadline's passing by asking something else (asyncio,
  * trio and Tornado poll with 0 once a timer fired) uses no wake-up it asks the
  * same again after, however slowly: after a long sleep its turn runs with cold
@@ -33,16 +33,16 @@
  * when it comes later than the program takes to ask something else after a
  * wake-up it used, plus the usual margin: it may have stopped asking, and a
  * run merged into the next costs wake-ups, not precision. */
-#define ASKS_ELSE_MOST 192
+#define ASKS_ELSE_MOST_OF_255 192
 /* A run still going this long after its first request's timeout, having
  * asked for more than that timeout in waits, is no deadline being chased: it is
  * a stream of 1 ms requests that never ends. Counting what was asked, not only
  * the clock, keeps one wake-up delayed by a busy machine from looking like it. */
-#define ENDLESS_AFTER NS_PER_MS
+#define ENDLESS_PAST_BOUND_NS NS_PER_MS
 /* Every so many runs, the first wait ends a little earlier than predicted, so
  * a deadline that moved earlier is found (the others only move it later). */
-#define PROBE_EVERY 8
-/* A predicted run that needs more than FOLLOW_MAX wake-ups after its first (one
+#define PROBE_EVERY_RUNS 8
+/* A predicted run that needs more than PREDICTED_WAKES_MAX wake-ups after its first (one
  * more after a probe) went on long after the predicted deadline. Now and then
  * that is a deadline that moved later, or two of gevent's runs run into each
  * other; when most predicted runs do, the site's runs are no deadlines at all
@@ -51,18 +51,21 @@
  * between two waits, a gap that looks like use. Each such run would predict
  * the next as long as itself: first waits of a whole millisecond for 50 us
  * timers. So while most predicted runs go on (an average over about 8), the
- * site's runs are chased in SUBMS steps, and one in TRIAL_EVERY is predicted
+ * site's runs are chased in SUBMS steps, and one in TRIAL_EVERY_RUNS is predicted
  * to see whether that still holds. */
-#define FOLLOW_MAX 2
-#define WENT_ON_MOST 128
-#define TRIAL_EVERY 16
+#define PREDICTED_WAKES_MAX 2
+#define WENT_ON_MOST_OF_255 128
+#define TRIAL_EVERY_RUNS 16
 /* EPOLLFIX_ADAPT=safe: runs ended without a deadline seen between two
  * wake-ups before the site is left alone. */
-#define UNPROVEN_LIMIT 8
-#define BACKOFF_FIRST 4096     /* 1 ms waits: about 4 s of a loop that waits 1 ms */
-#define BACKOFF_MAX (1u << 20) /* re-checked at least every ~17 minutes */
-#define ADAPT_SAFE 2
-#define OVERSHOOT_MAX (100 * NS_PER_US)
+#define SAFE_UNPROVEN_RUNS 8
+/* Waits left alone after a verdict of genuine, doubled each time it holds. */
+#define BACKOFF_FIRST_WAITS 4096     /* 1 ms waits: about 4 s of a loop that waits 1 ms */
+#define BACKOFF_MAX_WAITS (1u << 20) /* re-checked at least every ~17 minutes */
+/* The most one wake-up teaches of how late wake-ups come back: a stall of
+ * 20 ms taken whole sent the next first waits milliseconds early (3.88
+ * wake-ups per 500 us timer over the next 8; 1.12 with the cap). */
+#define OVERSHOOT_MAX_NS (100 * NS_PER_US)
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -100,9 +103,9 @@ static enum ef_learned grid_verdict(struct ef_learn *l)
 		l->bins[i] = 0;
 	l->samples = 0;
 	if (best >= EF_LEARN_SAMPLES - 1) {
-		l->backoff_len = l->backoff_len ? l->backoff_len : BACKOFF_FIRST;
+		l->backoff_len = l->backoff_len ? l->backoff_len : BACKOFF_FIRST_WAITS;
 		l->backoff_left = l->backoff_len;
-		l->backoff_len = l->backoff_len < BACKOFF_MAX ? 2 * l->backoff_len : BACKOFF_MAX;
+		l->backoff_len = l->backoff_len < BACKOFF_MAX_WAITS ? 2 * l->backoff_len : BACKOFF_MAX_WAITS;
 		return EF_LEARNED_GENUINE;
 	}
 	if (best >= EF_LEARN_SAMPLES - 2)
@@ -156,9 +159,9 @@ static struct ef_site *site_claim(struct ef_thread *t, const void *ra)
 
 static void backoff_start(uint32_t *left, uint32_t *len)
 {
-	*len = *len ? *len : BACKOFF_FIRST;
+	*len = *len ? *len : BACKOFF_FIRST_WAITS;
 	*left = *len;
-	*len = *len < BACKOFF_MAX ? 2 * *len : BACKOFF_MAX;
+	*len = *len < BACKOFF_MAX_WAITS ? 2 * *len : BACKOFF_MAX_WAITS;
 }
 
 /* The earliest of the site's recent deadlines, as an offset from a run's start. */
@@ -175,15 +178,15 @@ static int64_t site_deadline(const struct ef_site *s)
 static int gap_used(struct ef_site *s, int64_t gap_ns)
 {
 	gap_ns = max64(gap_ns, 0);
-	int64_t margin = USED_FACTOR * s->quick_gap_ns + USED_SLOP;
-	if (s->asks_else >= ASKS_ELSE_MOST)
+	int64_t margin = USED_GAP_FACTOR * s->quick_gap_ns + USED_GAP_SLOP_NS;
+	if (s->asks_else >= ASKS_ELSE_MOST_OF_255)
 		margin += s->else_gap_ns;
 	int used = s->quick_gap_ns && gap_ns > margin;
 	if (!s->quick_gap_ns || gap_ns < s->quick_gap_ns)
 		s->quick_gap_ns = max64(gap_ns, 1);
 	else
 		s->quick_gap_ns += (min64(gap_ns, 64 * NS_PER_US) - s->quick_gap_ns) /
-				   (used ? USED_DRIFT : QUICK_DRIFT);
+				   (used ? USED_GAP_DRIFT : QUICK_GAP_DRIFT);
 	return used;
 }
 
@@ -206,13 +209,13 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 	/* With one wake-up the deadline is known only to lie before it: news when
 	 * that wake-up came earlier than predicted. */
 	if ((r->wakes >= 2 || r->probing) &&
-	    passed <= (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER) {
+	    passed <= (int64_t)r->first_ms * NS_PER_MS + ENDLESS_PAST_BOUND_NS) {
 		s->ring[s->ring_i] = passed;
 		s->ring_i = (uint8_t)((s->ring_i + 1) % EF_RING);
 		s->ring_n = s->ring_n < EF_RING ? s->ring_n + 1 : EF_RING;
 	}
 	if (r->predicted) {
-		s->went_on = average8(s->went_on, r->wakes > FOLLOW_MAX + 1 + r->probing);
+		s->went_on = average8(s->went_on, r->wakes > PREDICTED_WAKES_MAX + 1 + r->probing);
 	}
 	if (r->probing && r->wakes == 1) {
 		/* Early, and still late enough: try earlier again next run. */
@@ -220,7 +223,7 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 		s->probe_in = 0;
 	} else if (r->probing || r->wakes >= 2) {
 		s->probe_step = c->subms_ns;
-		s->probe_in = PROBE_EVERY;
+		s->probe_in = PROBE_EVERY_RUNS;
 	} else if (s->probe_in) {
 		s->probe_in--;
 	}
@@ -229,9 +232,9 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 	 * A program that uses every wake-up (a ticker doing work on each) shows
 	 * neither, however early it is woken. */
 	if ((asked_else || r->wakes >= 2) &&
-	    passed <= (int64_t)r->first_ms * NS_PER_MS + USED_SLOP)
+	    passed <= (int64_t)r->first_ms * NS_PER_MS + USED_GAP_SLOP_NS)
 		s->proven = 1;
-	if (!s->proven && c->adapt == ADAPT_SAFE && ++s->unproven_runs >= UNPROVEN_LIMIT) {
+	if (!s->proven && c->adapt == EF_ADAPT_SAFE && ++s->unproven_runs >= SAFE_UNPROVEN_RUNS) {
 		s->unproven_runs = 0;
 		backoff_start(&s->backoff_left, &s->backoff_len);
 		return EF_LEARNED_GENUINE;
@@ -306,9 +309,9 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 	}
 	if (!r->open) {
 		int predict = s->ring_n != 0;
-		if (predict && s->went_on >= WENT_ON_MOST) {
+		if (predict && s->went_on >= WENT_ON_MOST_OF_255) {
 			predict = s->trial_in == 0;
-			s->trial_in = predict ? TRIAL_EVERY - 1 : s->trial_in - 1;
+			s->trial_in = predict ? TRIAL_EVERY_RUNS - 1 : s->trial_in - 1;
 		}
 		*r = (struct ef_run){ .open = 1,
 				      .site = (uint8_t)(s - t->sites),
@@ -320,13 +323,13 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			s->probe_step = c->subms_ns;
 	}
 	int64_t elapsed = call->now_ns - r->start_ns;
-	if (elapsed > (int64_t)r->first_ms * NS_PER_MS + ENDLESS_AFTER &&
+	if (elapsed > (int64_t)r->first_ms * NS_PER_MS + ENDLESS_PAST_BOUND_NS &&
 	    r->asked_ns > (int64_t)r->first_ms * NS_PER_MS) {
 		/* Nothing the library sees tells a ticker that means its 1 ms from
 		 * libev or mio chasing 50 us deadlines with C callbacks. auto keeps
 		 * the precision; safe leaves the stream alone for a back-off. */
 		s->shape = EF_SHAPE_ENDLESS;
-		if (c->adapt == ADAPT_SAFE) {
+		if (c->adapt == EF_ADAPT_SAFE) {
 			r->open = 0;
 			backoff_start(&s->backoff_left, &s->backoff_len);
 			d.action = EF_GENUINE;
@@ -482,9 +485,9 @@ EF_WAIT_PATH enum ef_learned ef_after(const struct ef_config *c, struct ef_threa
 	if (done.ration_ns >= 0) /* an added wake-up was let through */
 		t->sites[r->site].rationed = 0;
 	/* How much later than asked wake-ups return here, averaged over 8. A
-	 * wake-up delayed by a busy machine counts as at most OVERSHOOT_MAX, so
+	 * wake-up delayed by a busy machine counts as at most OVERSHOOT_MAX_NS, so
 	 * one stall does not pull the next runs' first waits far forward. */
-	int64_t late = min64(max64(end_ns - (call->now_ns + done.wait_ns), 0), OVERSHOOT_MAX);
+	int64_t late = min64(max64(end_ns - (call->now_ns + done.wait_ns), 0), OVERSHOOT_MAX_NS);
 	t->overshoot_ns += (late - t->overshoot_ns) / 8;
 	if (result == 0) {
 		r->wakes = r->wakes < UINT16_MAX ? r->wakes + 1 : UINT16_MAX;
