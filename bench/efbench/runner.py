@@ -1,8 +1,10 @@
-"""Running the benchmark programs. Bench holds a run's settings (the build
-folder, --runs, --quick, the results folder) and what it gathers (targets,
-warnings, failures); it locates the library and the programs, runs one
-measured command with or without the library (LD_PRELOAD reaches that command
-only, and every run is logged to raw/commands.log), runs variants alternately
+"""Running the benchmark programs: the one runner of every measured command,
+bench/run's sections and tests/matrix/economy's cases alike. Bench holds a
+run's settings (the build folder, --runs, --quick, the results folder) and
+what it gathers (targets, warnings, failures); it locates the library and the
+programs, runs one measured command with or without the library (the preload
+reaches that command only, every run is logged to raw/commands.log, and the
+process is reaped with wait4 for its whole rusage), runs variants alternately
 (ABBA), and runs a section so that its failure leaves the others running.
 Failed is what a benchmark that did not run raises."""
 import os
@@ -17,8 +19,30 @@ SLACK_NS = 1000          # EPOLLFIX_SLACK of every run with the library, and the
 SLACK = "1us"
 
 
+# What no measured command inherits from the caller's environment: the
+# library's and the programs' own settings, and other preloads.
+CLEAN_PREFIXES = ("EPOLLFIX_", "EFB_", "MX_")
+CLEAN_NAMES = ("LD_PRELOAD", "COUNTWAITS_OUT", "EVENT_PRECISE_TIMER")
+
+
 class Failed(Exception):
     pass
+
+
+class Popen(subprocess.Popen):
+    """subprocess.Popen that reaps with os.wait4 and keeps the child's rusage
+    (its own and its waited-for descendants'): the wake-ups of a whole run,
+    threads and children included, where a program does not count its own."""
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, sts, ru = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            pid, sts = self.pid, 0
+        else:
+            if pid == self.pid:
+                self.ef_rusage = ru
+        return (pid, sts)
 
 
 def alternate(variants, runs, once):
@@ -34,8 +58,11 @@ def alternate(variants, runs, once):
 
 
 class Bench:
-    def __init__(self, args):
+    def __init__(self, args, lib_env=None):
+        """lib_env: added to every run with the library (default: the bench's
+        EPOLLFIX_SLACK; tests/matrix/economy measures the defaults)."""
         self.quick = args.quick
+        self.lib_env = {"EPOLLFIX_SLACK": SLACK} if lib_env is None else lib_env
         self.build = os.path.abspath(args.build)
         self.out = os.path.abspath(args.out)
         self.raw = os.path.join(self.out, "raw")
@@ -63,50 +90,71 @@ class Bench:
     def prog(self, name):
         return os.path.join(self.bin, name)
 
-    def env(self, lib, policy):
+    def env(self, lib, policy, extra=None, preload_var="LD_PRELOAD"):
         """lib: True for the library (with policy: its EPOLLFIX_* settings), or
-        the path of another preload (policy: its variables)."""
+        the path of another preload (policy: its variables). extra: the
+        program's own variables; preload_var: where the preload goes (nginx's
+        driver hands its own variable to nginx alone)."""
         env = {k: v for k, v in os.environ.items()
-               if k != "LD_PRELOAD" and not k.startswith(("EPOLLFIX_", "EFB_"))}
+               if k not in CLEAN_NAMES and not k.startswith(CLEAN_PREFIXES)}
+        env.update(extra or {})
         if lib:
-            env["LD_PRELOAD"] = self.lib if lib is True else lib
+            env[preload_var] = self.lib if lib is True else lib
             if lib is True:
-                env["EPOLLFIX_SLACK"] = SLACK
+                env.update(self.lib_env)
             env.update(policy or {})
         return env
 
-    def run(self, tag, cmd, lib=False, policy=None, raw=False, timeout=300):
-        """Runs one measured command; returns its summary fields (ints/floats)
-        plus 'samples' (ns) when raw. LD_PRELOAD reaches only this command."""
+    def run(self, tag, cmd, lib=False, policy=None, raw=False, timeout=300, env=None,
+            preload_var="LD_PRELOAD", need="cpu_ns", report=None):
+        """Runs one measured command; returns its summary fields (ints/floats,
+        every NAME=NUMBER on its stdout), 'total_vcsw' and 'total_cpu_us' of the
+        whole process (wait4), 'samples' (ns) when raw, and 'stderr'. The
+        preload reaches only this command. need: a field without which the
+        run failed (None: any output); report: the prefixes of the stdout
+        lines read (None: every line)."""
         self.seq += 1
         rawfile = os.path.join(self.raw, f"{self.seq:04d}-{tag}.txt") if raw else None
         cmd = [str(c) for c in cmd]
         if raw:
             cmd += [rawfile] if cmd[0] in (self.py, self.py_exact) else ["--raw", rawfile]
-        env = self.env(lib, policy)
+        env = self.env(lib, policy, env, preload_var)
         shown = " ".join(f"{k}={env[k]}" for k in sorted(env)
-                         if k == "LD_PRELOAD" or k.startswith(("EPOLLFIX_", "EFB_")))
+                         if k == preload_var or k.startswith(CLEAN_PREFIXES))
         self.log.write(f"{self.seq:04d} {tag}: {'env ' + shown + ' ' if shown else ''}"
                        f"{' '.join(cmd)}\n")
         self.log.flush()
         try:
-            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            p = Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                      errors="replace")
+        except OSError as e:
             raise Failed(f"{tag}: {e}")
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise Failed(f"{tag}: timed out after {timeout}s")
         if p.returncode != 0:
-            raise Failed(f"{tag}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
+            raise Failed(f"{tag}: exit {p.returncode}: {stderr.strip()[-400:]}")
         fields = {}
-        for m in re.finditer(r"(\w+)=(-?[0-9.]+)", p.stdout):
+        lines = [x for x in stdout.splitlines() if not report or x.startswith(report)]
+        for m in re.finditer(r"(\w+)=(-?[0-9.]+)", "\n".join(lines)):
             fields[m.group(1)] = float(m.group(2))
-        if "cpu_ns" not in fields:
-            raise Failed(f"{tag}: no summary line in {p.stdout!r}")
+        if need and need not in fields:
+            raise Failed(f"{tag}: no summary line in {stdout!r}")
+        ru = getattr(p, "ef_rusage", None)
+        if ru is not None:
+            fields["total_vcsw"] = ru.ru_nvcsw
+            fields["total_cpu_us"] = int((ru.ru_utime + ru.ru_stime) * 1e6)
+        fields["stderr"] = stderr
         if raw:
             with open(rawfile) as f:
                 fields["samples"] = [int(x) for x in f if x.strip()]
             if not fields["samples"]:
                 raise Failed(f"{tag}: no samples")
-        if p.stderr.strip():
-            self.log.write(f"     stderr: {p.stderr.strip()[:300]}\n")
+        if stderr.strip():
+            self.log.write(f"     stderr: {stderr.strip()[:300]}\n")
         return fields
 
     def alternate(self, variants, once):
