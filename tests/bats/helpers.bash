@@ -68,15 +68,6 @@ assert_upgraded() {
 	[ "$m" -lt "$UPGRADED_US" ] || fail "median ${m}us is not under ${UPGRADED_US}us: $output"
 }
 
-# For one wait, where a median cannot absorb a stall: the kernel never ends
-# a 1 ms epoll_wait before 1 ms has passed, so any less was an upgrade.
-assert_one_upgraded() {
-	local m
-	m=$(field median_us)
-	[ -n "$m" ] || fail "no time in: $output"
-	[ "$m" -lt 1000 ] || fail "the wait took ${m}us, not under the 1 ms asked: $output"
-}
-
 assert_rounded() {
 	local m
 	m=$(field median_us)
