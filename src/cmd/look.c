@@ -1,5 +1,5 @@
 /* One look at a running process from outside: the reading half of `epollfix
- * status` (status.c shows what it reads). No code runs in the target: the
+ * status` (show.c shows what it reads). No code runs in the target: the
  * library is found in /proc/PID/maps, the status block's offset in the section
  * headers of that same file (live.h), and the block and the counters it points
  * at are copied with process_vm_readv, which enforces the kernel's ptrace rules

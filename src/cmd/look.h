@@ -1,5 +1,5 @@
 /* One look at a process running libepollfix, as `epollfix status` reads it
- * (look.c) and shows it: text, JSON (status.c) and metrics (metrics.c). The
+ * (look.c) and shows it: text, JSON (show.c) and metrics (metrics.c). The
  * strings are the process's own: whatever shows them escapes them first. */
 #ifndef EPOLLFIX_LOOK_H
 #define EPOLLFIX_LOOK_H

@@ -34,7 +34,7 @@ struct ef_buf *ef_late_line(const struct ef_totals *t, struct ef_buf *out);
 
 /* What the report says of one process, gathered by whoever reads it: the
  * library of itself at exit (stats.c), or the command of another process from
- * outside (status.c). Strings are shown as given: the command escapes the
+ * outside (show.c). Strings are shown as given: the command escapes the
  * other process's first. */
 struct ef_report_in {
 	const struct ef_totals *t;
