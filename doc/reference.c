@@ -53,9 +53,9 @@ static const struct prose {
 	{ "max-extra",
 	  "the cost ceiling: wake-ups the library may add per second in a process (an early "
 	  "wake-up after which the program asks the same again); past it, waits pass as asked, "
-	  "a chase ending at its first request's bound (never later than without the "
-	  "library), a stream that never ends at its last request's; `off`: no limit. Hinted "
-	  "waits and the sites listed with `--subms-callers` are not rationed" },
+	  "or end at the earliest bound the program's requests set on its deadline, never later "
+	  "than without the library; `off`: no limit. Hinted waits and the sites listed with "
+	  "`--subms-callers` are not rationed" },
 	{ "seccomp",
 	  "`safe`: under a seccomp filter in force when the program started (a container "
 	  "runtime's, systemd's `SystemCallFilter=`), whose content cannot be read, never call "

@@ -254,7 +254,7 @@ static __attribute__((noinline, cold)) void debug_line(enum ef_call call, int ep
 	static const char *const what[] = { "passed through", "passed through (1ms meant)",
 					    "upgraded to ", "clamped to ",
 					    "clamped (no epoll_pwait2) to ",
-					    "to the first request's bound, " };
+					    "to the deadline's bound, " };
 	char ms[16] = "";
 
 	if (d.action == EF_CLAMP_MS)

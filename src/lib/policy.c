@@ -271,13 +271,27 @@ static struct ef_decision upgrade(int64_t wait_ns, int timeout_ms)
 	return (struct ef_decision){ EF_UPGRADE, wait_ns, timeout_ms, EF_LEARNED_NOTHING, NULL, -1 };
 }
 
+/* A request of T ms at t0 says the program's deadline lies after t0 + T - 1
+ * ms and no later than t0 + T ms. Until a request says it lies past the
+ * thread's bound (its deadline passed, or it set a later one), the deadline
+ * is no later than the earliest of those bounds, whichever request or run of
+ * the policy's it came from: a chase the ceiling cut short and the program
+ * took up again after an early wake-up is still bound by its first request. */
+static void bound(struct ef_thread *t, const struct ef_request *call)
+{
+	int64_t hi = call->now_ns + (int64_t)call->timeout_ms * NS_PER_MS;
+
+	if (hi - NS_PER_MS >= t->bound_ns || hi < t->bound_ns)
+		t->bound_ns = hi;
+}
+
 /* The tail guarantee. A request of T ms at t0 says the program's deadline is
  * no later than t0 + T: without the library it would wake there. A run that
  * goes on (the program asked the same again after an early wake-up) is still
- * that chase, so a wait of it that the policy gives up, or that is rationed,
- * ends at that bound (left_ns from now), not a whole request later; past the
- * bound (a stream of requests that never ends, no single chase) the request
- * passes as it is. */
+ * that chase, so a wait of it that the policy gives up ends at that bound
+ * (left_ns from now), and one that is rationed at the thread's bound, which
+ * holds across runs too (a stream that never ends), not a whole request
+ * later. A bound a whole request away is the request as it is. */
 static struct ef_decision bounded(struct ef_decision d, int64_t left_ns, int timeout_ms)
 {
 	if (left_ns >= 0 && left_ns < (int64_t)timeout_ms * NS_PER_MS) {
@@ -293,10 +307,10 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 {
 	struct ef_run *r = &t->run;
 	int T = call->timeout_ms;
-	/* A run that goes on: the time left to its first request's bound, and to
-	 * its last request's (the library woke the program before it). */
+	/* A run that goes on: the time left to its first request's bound. */
 	int64_t left = r->open ? r->start_ns + (int64_t)r->first_ms * NS_PER_MS - call->now_ns : -1;
-	int64_t last_left = r->open && r->last_bound_ns ? r->last_bound_ns - call->now_ns : -1;
+	/* What a wake-up the ceiling refuses waits instead (ef_rationed). */
+	int64_t bound_left = t->bound_ns - call->now_ns;
 
 	if (t->learn.backoff_left) {
 		d.action = EF_GENUINE;
@@ -337,11 +351,9 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 			return d;
 		}
 		d = upgrade(min64(c->subms_ns + (int64_t)(T - 1) * NS_PER_MS, (int64_t)T * NS_PER_MS), T);
-		/* Past the first request's bound: the stream is no one chase. But
-		 * the library woke the program before its last request's bound, and
-		 * without it the program would have slept until there: a rationed
-		 * wait ends there, never later than without the library. */
-		d.ration_ns = last_left >= 0 ? last_left : (int64_t)T * NS_PER_MS;
+		/* Past the first request's bound the stream is no one chase, but
+		 * the thread's bound still holds each deadline in it. */
+		d.ration_ns = bound_left;
 		return d;
 	}
 	int64_t w = run_wait(c, t, s, elapsed, T);
@@ -353,7 +365,7 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 		 * A site just rationed: its first waits too, or each run would
 		 * still add one early wake-up, free (a ticker's every other). */
 		if (s->shape == EF_SHAPE_ENDLESS || s->rationed)
-			d.ration_ns = (int64_t)T * NS_PER_MS;
+			d.ration_ns = bound_left;
 		return d;
 	}
 	/* Never past the first request's bound while the chase goes on. A
@@ -361,7 +373,7 @@ static struct ef_decision adaptive(const struct ef_config *c, struct ef_thread *
 	 * T-1 ms away) starts another chase: its own bound holds. */
 	int chase = left > (int64_t)(T - 1) * NS_PER_MS;
 	d = upgrade(chase ? min64(w, max64(left, NS_PER_US)) : w, T);
-	d.ration_ns = chase ? left : (int64_t)T * NS_PER_MS;
+	d.ration_ns = bound_left;
 	return d;
 }
 
@@ -388,8 +400,8 @@ EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_t
 	if (ef_rounded_up(c, T)) {
 		if (c->adapt && call->caller == EF_CALLER_UNKNOWN) {
 			struct ef_decision before = d;
+			bound(t, call);
 			d = adaptive(c, t, call, d);
-			t->run.last_bound_ns = call->now_ns + (int64_t)T * NS_PER_MS;
 			d.ended = before.ended;
 			if (d.learned == EF_LEARNED_NOTHING)
 				d.learned = before.learned;

@@ -25,8 +25,8 @@ enum ef_action {
 	EF_UPGRADE,  /* epoll_pwait2 with wait_ns: a rounded-up sub-ms request */
 	EF_CLAMP,    /* epoll_pwait2 with wait_ns: a busy zero-timeout loop slowed down */
 	EF_CLAMP_MS, /* the real call with timeout_ms: a clamp without epoll_pwait2 */
-	EF_BOUNDED,  /* epoll_pwait2 with wait_ns, until the first request's bound of a
-			chase given up (or rationed): never later than without the library */
+	EF_BOUNDED,  /* epoll_pwait2 with wait_ns, until the thread's bound, for a chase
+			given up or rationed: never later than without the library */
 };
 
 /* What a call site is, as far as the code at its return address tells
@@ -53,7 +53,7 @@ struct ef_decision {
 	const void *ended;       /* the site whose run this call ended, or NULL */
 	/* An upgraded wait of a run that goes on is a wake-up the library adds:
 	 * ration_ns >= 0 is what it waits instead when none may be added now
-	 * (ef_rationed): the time left to the run's first request's bound.
+	 * (ef_rationed): the time left to the thread's bound (ef_thread.bound_ns).
 	 * -1: not an added wake-up. */
 	int64_t ration_ns;
 };
@@ -119,8 +119,6 @@ struct ef_run {
 	int64_t start_ns;   /* when its first request began */
 	int64_t last_end_ns;
 	int64_t asked_ns;   /* the waits asked so far: a stalled machine does not add to it */
-	int64_t last_bound_ns; /* the run's last request's bound: when the program would
-				  have woken from it without the library */
 };
 
 /* Where in the millisecond runs that ended in an event ended: a loop with a
@@ -144,6 +142,9 @@ struct ef_thread {
 	uint8_t victim;          /* the site slot to reuse next */
 	int64_t overshoot_ns;    /* how much later than asked a fine wait returns (average) */
 	int64_t asked_end_ns;    /* when the wait under way was asked to end */
+	int64_t bound_ns;        /* the program's deadline lies no later: the earliest bound
+				    (request time + its timeout) of the rounded-up requests
+				    since one asked past it (the tail guarantee) */
 	uint64_t empty_streak;  /* zero-timeout polls in a row that found nothing */
 	/* Kept only while the clamp is on (they need the clock): */
 	uint64_t busy_streak;   /* of the empty streak, polls that came back within clamp_gap */
@@ -191,8 +192,8 @@ struct ef_decision ef_before(const struct ef_config *c, struct ef_thread *t,
 struct ef_decision ef_without_pwait2(struct ef_decision d, int timeout_ms);
 
 /* The same decision when no wake-up may be added now (EPOLLFIX_MAX_EXTRA): the
- * wait ends at the run's first request's bound, or passes unchanged when that
- * is a whole request away. The run is over for the learner. */
+ * wait ends at the thread's bound, or passes unchanged when that is a whole
+ * request away. The run is over for the learner. */
 struct ef_decision ef_rationed(struct ef_thread *t, struct ef_decision d, int timeout_ms);
 
 /* done: what was really run (after ef_without_pwait2); result: its return. */

@@ -422,16 +422,19 @@ Test(runs, an_endless_stream_keeps_precision_under_auto)
 }
 
 /* The tail guarantee past the first request's bound: a rationed wait of a
- * stream that never ends wakes where the program's last request would have
- * woken it without the library, not a whole request after the early wake-up. */
-Test(runs, a_rationed_wait_of_an_endless_stream_ends_at_the_last_requests_bound)
+ * stream that never ends wakes no later than the program's last request would
+ * have woken it without the library, not a whole request after the early
+ * wake-up; and no later than the earliest request since a bound passed. */
+Test(runs, a_rationed_wait_of_an_endless_stream_ends_at_the_streams_bound)
 {
 	/* A C ticker: 1 ms after 1 ms, asked again 1 us after every return. */
-	int64_t now = 1000 * MS;
+	int64_t now = 1000 * MS, first_ask = 0;
 	struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, now };
 	struct ef_decision d;
 	for (int i = 0; i < 2000; i++) {
 		in.now_ns = now;
+		if (first_ask + MS <= now)
+			first_ask = now; /* the bound passed: this request starts anew */
 		d = ef_before(&cfg, &th, &in);
 		int64_t w = d.action == EF_UPGRADE ? d.wait_ns : MS + 50 * US;
 		ef_after(&cfg, &th, &in, d, 0, now + w + LATE);
@@ -444,11 +447,47 @@ Test(runs, a_rationed_wait_of_an_endless_stream_ends_at_the_last_requests_bound)
 	in.now_ns = now;
 	d = ef_before(&cfg, &th, &in);
 	cr_assert_eq(d.action, EF_UPGRADE);
-	cr_assert_eq(d.ration_ns, last_ask + MS - now, "rationed to the last request's bound: %lld",
+	cr_assert_eq(d.ration_ns, first_ask + MS - now, "rationed to the stream's bound: %lld",
 		     (long long)d.ration_ns);
+	cr_assert_leq(d.ration_ns, last_ask + MS - now);
 	struct ef_decision r = ef_rationed(&th, d, 1);
 	cr_assert_eq(r.action, EF_BOUNDED);
-	cr_assert_eq(r.wait_ns, last_ask + MS - now);
+	cr_assert_eq(r.wait_ns, first_ask + MS - now);
+}
+
+/* A loop that re-polls to its deadline after every return (mio's shape) with
+ * genuine 1 ms timers, each set when the last fired: a stream of 1 ms requests
+ * that never ends. Once the ceiling refuses every added wake-up, each timer
+ * must still fire no later than the 1 ms wait of its first request would have
+ * woken it without the library: a rationed wait that ends at the last
+ * request's bound, made after an early wake-up, comes that much later. */
+Test(runs, a_rationed_endless_stream_keeps_each_timers_first_bound)
+{
+	int64_t now = 1000 * MS, worst = 0;
+	long waits = 0;
+	for (int i = 0; i < 600; i++) {
+		int64_t deadline = now + MS;
+		while (now < deadline) {
+			int T = (int)((deadline - now + MS - 1) / MS);
+			struct ef_request in = { T, site_a, EF_CALLER_UNKNOWN, now };
+			struct ef_decision d = ef_before(&cfg, &th, &in);
+			if (i >= 100 && d.action == EF_UPGRADE && d.ration_ns >= 0)
+				d = ef_rationed(&th, d, T);
+			int64_t w = d.action == EF_UPGRADE || d.action == EF_BOUNDED ? d.wait_ns
+											: T * MS + 50 * US;
+			ef_after(&cfg, &th, &in, d, 0, now + w + LATE);
+			now += w + LATE + US;
+			waits += i >= 100;
+		}
+		if (i >= 100)
+			worst = now - deadline > worst ? now - deadline : worst;
+		now += US; /* the timer's C callback */
+	}
+	cr_assert_eq(ef_site_of(&th, site_a)->shape, EF_SHAPE_ENDLESS);
+	/* Without the library: 50 us of slack and LATE past each deadline. */
+	cr_assert_leq(worst, 50 * US + LATE + 2 * US, "a timer fired %lld us late",
+		      (long long)(worst / US));
+	cr_assert_leq(waits, 500 * 3, "%ld wake-ups for 500 timers", waits);
 }
 
 Test(runs, an_endless_stream_is_left_alone_under_safe)
