@@ -206,6 +206,8 @@ static enum ef_learned run_ended(const struct ef_config *c, struct ef_thread *t,
 		s->else_gap_ns += (min64(max64(gap_ns, 0), NS_PER_MS) - s->else_gap_ns) / 8;
 	if (s->shape == EF_SHAPE_NEW)
 		s->shape = EF_SHAPE_ENDS;
+	if (r->held)
+		return EF_LEARNED_NOTHING;
 	/* With one wake-up the deadline is known only to lie before it: news when
 	 * that wake-up came earlier than predicted. */
 	if ((r->wakes >= 2 || r->probing) &&
@@ -387,12 +389,19 @@ EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_t
 		t->run.open = 0;
 		return d;
 	}
+	int hold = 0;
 	if (t->run.open) {
 		const struct ef_run *r = &t->run;
 		struct ef_site *s = &t->sites[r->site];
 		int same = ef_rounded_up(c, T) && c->adapt && s->ra == call->site;
 		int64_t gap = call->now_ns - r->last_end_ns;
 		if (!same || gap_used(s, gap)) {
+			/* A probe woke early on purpose: the same asked again
+			 * slowly after it may be a slow turn (cold caches after
+			 * the long sleep) with the deadline still ahead, not a
+			 * wake-up used. The next run's first wait keeps the
+			 * bound: one wake-up more if the deadline had passed. */
+			hold = same && r->probing && r->wakes == 1;
 			d.learned = run_ended(c, t, !same, gap);
 			d.ended = s->ra;
 		}
@@ -402,6 +411,12 @@ EF_WAIT_PATH struct ef_decision ef_before(const struct ef_config *c, struct ef_t
 			struct ef_decision before = d;
 			bound(t, call);
 			d = adaptive(c, t, call, d);
+			int64_t bound_left = t->bound_ns - call->now_ns;
+			if (hold && d.action == EF_UPGRADE && t->run.wakes == 0 &&
+			    bound_left < d.wait_ns) {
+				d.wait_ns = max64(bound_left, NS_PER_US);
+				t->run.held = 1;
+			}
 			d.ended = before.ended;
 			if (d.learned == EF_LEARNED_NOTHING)
 				d.learned = before.learned;

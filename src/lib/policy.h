@@ -114,6 +114,8 @@ struct ef_run {
 	uint8_t site;       /* index into ef_thread.sites */
 	uint8_t probing;    /* this run's first wait was a probe (earlier than predicted) */
 	uint8_t predicted;  /* this run's first wait went to the predicted deadline */
+	uint8_t held;       /* its first wait was held to the thread's bound (ef_before):
+			       it teaches nothing */
 	uint16_t wakes;     /* empty waits so far */
 	int32_t first_ms;   /* the run's first request */
 	int64_t start_ns;   /* when its first request began */

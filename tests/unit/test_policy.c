@@ -393,6 +393,47 @@ Test(runs, a_slow_empty_turn_after_a_long_sleep_is_not_taken_for_use)
 	cr_assert_leq(very_late, 2, "%d timers over 200 us late", very_late);
 }
 
+Test(runs, a_probes_slow_re_ask_does_not_move_the_deadline_past_its_bound)
+{
+	/* gevent's genuine 1 ms sleeps: libev asks 1 ms again within 2 us when
+	 * nothing was due and runs a 40 us callback when a timer fired. After
+	 * an early probe, a slow turn (cold caches after the long sleep) looked
+	 * used and ended the run; the re-ask then started a new run whose first
+	 * wait went most of a millisecond from there: on this machine timers
+	 * 650-890 us late, where without the library they are at most slack +
+	 * LATE late. */
+	struct loop p = { .now = 1000 * MS, .turn = 2 * US, .callback = 40 * US, .site = site_a };
+	wakes_per_timer(&p, 1 * MS - 40 * US, 50, 0);
+	for (int i = 0; i < 64; i++) {
+		struct ef_request in = { 1, site_a, EF_CALLER_UNKNOWN, p.now };
+		int64_t bound = p.now + MS, deadline = p.now + MS - 40 * US;
+		struct ef_decision d = ef_before(&cfg, &th, &in);
+		cr_assert_eq(d.action, EF_UPGRADE);
+		if (!th.run.probing) { /* not a probe: the timer as usual */
+			int64_t end = p.now + d.wait_ns + LATE;
+			ef_after(&cfg, &th, &in, d, 0, end);
+			p.now = end;
+			while (p.now < deadline) {
+				call(&p, 1);
+				p.now += p.turn;
+			}
+			p.now += p.callback;
+			continue;
+		}
+		int64_t end = p.now + d.wait_ns + LATE;
+		cr_assert_lt(end, deadline, "the probe wakes before the deadline");
+		ef_after(&cfg, &th, &in, d, 0, end);
+		p.now = end + 20 * US; /* a slow turn: looks used */
+		in.now_ns = p.now;
+		d = ef_before(&cfg, &th, &in);
+		cr_assert_eq(d.action, EF_UPGRADE);
+		cr_assert_leq(p.now + d.wait_ns, bound, "the re-ask waits %lld us, %lld us past the bound",
+			      (long long)(d.wait_ns / US), (long long)((p.now + d.wait_ns - bound) / US));
+		return;
+	}
+	cr_assert_fail("no probe in 64 timers");
+}
+
 /* A stream that never ends: a C ticker, or libev/mio with C callbacks. */
 static double endless(int64_t ms, int64_t *first_alone)
 {
