@@ -83,6 +83,14 @@ static uint8_t average8(uint8_t avg, int yes)
 	return (uint8_t)(avg + ((yes ? 255 : 0) - avg) / 8);
 }
 
+/* A back-off of len waits, doubled for the next time it is confirmed. */
+static void backoff_start(uint32_t *left, uint32_t *len)
+{
+	*len = *len ? *len : BACKOFF_FIRST_WAITS;
+	*left = *len;
+	*len = *len < BACKOFF_MAX_WAITS ? 2 * *len : BACKOFF_MAX_WAITS;
+}
+
 /* ---- The millisecond grid (per thread) ------------------------------------- */
 
 /* A verdict once EF_LEARN_SAMPLES run ends are in, from the most that fall
@@ -103,9 +111,7 @@ static enum ef_learned grid_verdict(struct ef_learn *l)
 		l->bins[i] = 0;
 	l->samples = 0;
 	if (best >= EF_LEARN_SAMPLES - 1) {
-		l->backoff_len = l->backoff_len ? l->backoff_len : BACKOFF_FIRST_WAITS;
-		l->backoff_left = l->backoff_len;
-		l->backoff_len = l->backoff_len < BACKOFF_MAX_WAITS ? 2 * l->backoff_len : BACKOFF_MAX_WAITS;
+		backoff_start(&l->backoff_left, &l->backoff_len);
 		return EF_LEARNED_GENUINE;
 	}
 	if (best >= EF_LEARN_SAMPLES - 2)
@@ -155,13 +161,6 @@ static struct ef_site *site_claim(struct ef_thread *t, const void *ra)
 	}
 	*s = (struct ef_site){ .ra = ra };
 	return s;
-}
-
-static void backoff_start(uint32_t *left, uint32_t *len)
-{
-	*len = *len ? *len : BACKOFF_FIRST_WAITS;
-	*left = *len;
-	*len = *len < BACKOFF_MAX_WAITS ? 2 * *len : BACKOFF_MAX_WAITS;
 }
 
 /* The earliest of the site's recent deadlines, as an offset from a run's start. */
