@@ -23,8 +23,11 @@ per_s() {
 		assert_success
 		with=$(per_s after_vcsw after_ms)
 		# 1000 a second, the burst of 500 spread over the 1.4 s window, and
-		# the noise of a shared VM on top.
-		[ "$with" -le $((without + 1000 + 500 + 500)) ] ||
+		# the noise of a shared VM on top: a tenth of the program's own rate
+		# (64 threads wake about 57,000 times a second, and two runs of them
+		# differ by thousands on a loaded machine). Unbounded, the stream
+		# would wake four times as often (the test below).
+		[ "$with" -le $((without + without / 10 + 1000 + 500 + 500)) ] ||
 			fail "$threads thread(s): $without wake-ups/s without, $with with"
 		grep -q '] rationed: [1-9][0-9]* (waits left as asked: more than 1000 added' <<<"$stderr" ||
 			fail "nothing rationed: $stderr"

@@ -10,14 +10,25 @@ report_value() {
 	sed -n "s/^epollfix\[[0-9]*\] $1: //p" <<<"$output" | head -1
 }
 
-@test "busy loop: most of a core without the clamp, under 10% with EPOLLFIX_CLAMP=1ms" {
+# assert_unclamped SECONDS: the busy loop of $output ran free. How much of a
+# core it got is the machine's load; how often it polled in that time is not
+# within reach of a clamp: a 1 ms clamp allows about 1,000 polls a second, a
+# free loop makes hundreds of thousands even on a small share of a core.
+assert_unclamped() {
+	local polls
+	polls=$(field polls)
+	[ "${polls:-0}" -gt $(awk -v s="$1" 'BEGIN { printf "%d", s * 20000 }') ] ||
+		fail "only ${polls:-no} polls in $1 s: clamped? $output"
+}
+
+@test "busy loop: free without the clamp, under 10% of a core with EPOLLFIX_CLAMP=1ms" {
 	run preload "$EPOLLFIX_PROGS/ef-busy" --seconds 1
 	assert_success
+	assert_unclamped 1
 	without=$(field cpu_pct)
 	run preload EPOLLFIX_CLAMP=1ms "$EPOLLFIX_PROGS/ef-busy" --seconds 1
 	assert_success
 	with=$(field cpu_pct)
-	[ "$without" -ge 50 ] || fail "without the clamp only ${without}% CPU"
 	[ "$with" -lt 10 ] || fail "with the clamp ${with}% CPU (without: ${without}%)"
 }
 
@@ -64,8 +75,8 @@ report_value() {
 	assert_success
 	[ "$(field cpu_pct)" -lt 10 ] || fail "$output"
 	assert_line --regexp "epoll_pwait2: unavailable \(ENOSYS"
-	# About 500 whole-ms waits fit in 0.5s.
-	[ "$(report_value "fell back")" -gt 300 ] || fail "$output"
+	# About 500 whole-ms waits fit in 0.5s; fewer on a loaded machine.
+	[ "$(report_value "fell back")" -gt 100 ] || fail "$output"
 }
 
 @test "asyncio with ready callbacks and sleeps runs no slower with the clamp on" {
@@ -216,7 +227,7 @@ report_value() {
 	run --separate-stderr preload EPOLLFIX_CLAMP=soon "$EPOLLFIX_PROGS/ef-busy" --seconds 0.3
 	assert_success
 	assert_equal "$stderr" "epollfix: EPOLLFIX_CLAMP='soon' is not a duration (like 50us); using off"
-	[ "$(field cpu_pct)" -ge 50 ] || fail "$output"
+	assert_unclamped 0.3
 	run --separate-stderr preload EPOLLFIX_CLAMP=1ms EPOLLFIX_CLAMP_GAP=-1us "$EPOLLFIX_PROGS/ef-busy" --seconds 0.3
 	assert_success
 	assert_equal "$stderr" "epollfix: EPOLLFIX_CLAMP_GAP='-1us' is negative (1ns to 1s); using 1us"

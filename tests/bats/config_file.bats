@@ -52,7 +52,7 @@ run_calls() {
 	run preload EPOLLFIX_CONFIG="$conf" "$EPOLLFIX_PROGS/ef-sleep" --count 50
 	assert_rounded
 	printf 'only = ef-sleep\nstats = %s\n' "$BATS_TEST_TMPDIR/report.%p" >"$conf"
-	run preload EPOLLFIX_CONFIG="$conf" "$EPOLLFIX_PROGS/ef-sleep" --count 50
+	run preload_as_configured EPOLLFIX_CONFIG="$conf" "$EPOLLFIX_PROGS/ef-sleep" --count 50
 	assert_upgraded
 	grep -q '^epollfix\[[0-9]*\] upgraded: ' "$BATS_TEST_TMPDIR"/report.* || fail "no report file"
 }

