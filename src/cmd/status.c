@@ -12,9 +12,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,29 +75,82 @@ static size_t collect(long pid, struct look **out)
 	return n;
 }
 
-/* The metrics to stdout, or to DIR/epollfix.prom through a file in the same
- * directory renamed over it: a scrape never sees half a file. 0, or -1. */
+/* A new file in dirfd that nobody else made: O_EXCL never follows a link nor
+ * reuses a name that exists, so what DIR's owner plants at a name it can
+ * predict (a link to a file of ours) makes this take another name, never
+ * write through it. 0644 whatever the umask: node_exporter reads it. */
+static int create_tmp(int dirfd, char *name, size_t size)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned long r = (unsigned long)ts.tv_nsec ^ ((unsigned long)getpid() << 16);
+	for (int tries = 0; tries < 64; tries++) {
+		r = r * 6364136223846793005ul + 1442695040888963407ul;
+		snprintf(name, size, ".epollfix.prom.%ld.%06lx", (long)getpid(), (r >> 40) & 0xffffff);
+		int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 && fchmod(fd, 0644) != 0) {
+			int err = errno;
+			close(fd);
+			unlinkat(dirfd, name, 0);
+			errno = err;
+			return -1;
+		}
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+/* The metrics to stdout, or to DIR/epollfix.prom through a new file in the
+ * same directory renamed over it: a scrape never sees half a file. DIR may
+ * belong to another user (node_exporter's): nothing there is followed or
+ * written into, and a final name that is not a regular file (a link, a
+ * directory, a fifo planted there) is refused. 0, or -1. */
 static int write_metrics(const char *dir, const struct look *ls, size_t n)
 {
 	if (!dir) {
 		ef_metrics_write(stdout, ls, n);
 		return 0;
 	}
-	char tmp[PATH_MAX], final[PATH_MAX];
-	snprintf(final, sizeof(final), "%s/epollfix.prom", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.epollfix.prom.%ld", dir, (long)getpid());
-	FILE *f = fopen(tmp, "we");
+	static const char final[] = "epollfix.prom";
+	char tmp[64];
+	struct stat st;
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		fprintf(stderr, "epollfix: status: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "epollfix: status: %s/%s is not a regular file (%s): not replaced\n",
+			dir, final,
+			S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
+								 : "a special file");
+		close(dirfd);
+		return -1;
+	}
+	int fd = create_tmp(dirfd, tmp, sizeof(tmp));
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		fprintf(stderr, "epollfix: status: %s: %s\n", tmp, strerror(errno));
+		fprintf(stderr, "epollfix: status: %s/.epollfix.prom.%ld: %s\n", dir, (long)getpid(),
+			strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dirfd, tmp, 0);
+		}
+		close(dirfd);
 		return -1;
 	}
 	ef_metrics_write(f, ls, n);
 	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-	if (fclose(f) != 0 || bad || rename(tmp, final) != 0) {
-		fprintf(stderr, "epollfix: status: %s: %s\n", final, strerror(errno));
-		unlink(tmp);
+	/* rename replaces the name, never writes through it: a link planted
+	 * since the check above is replaced, not followed. */
+	if (fclose(f) != 0 || bad || renameat(dirfd, tmp, dirfd, final) != 0) {
+		fprintf(stderr, "epollfix: status: %s/%s: %s\n", dir, final, strerror(errno));
+		unlinkat(dirfd, tmp, 0);
+		close(dirfd);
 		return -1;
 	}
+	close(dirfd);
 	return 0;
 }
 

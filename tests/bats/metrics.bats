@@ -16,6 +16,7 @@ teardown() {
 	# takes the child with it).
 	tac "$pids_file" | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
 	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
+	[ -z "${nobody_root:-}" ] || rm -rf "$nobody_root"
 }
 
 # bg OUT command...: in the background, its pid in $started.
@@ -129,4 +130,101 @@ import json, sys
 d = json.loads(sys.stdin.read())
 assert d["late"]["waits"] > 100 and 0 < d["late"]["p50_us"] <= d["late"]["p99_us"], d["late"]
 assert d["threads"] == 1 and d["hinted"] == 0, d' <<<"$output"
+}
+
+# DIR as node_exporter's own: owned by nobody, who may plant anything in it.
+nobody_dir() {
+	# Under /tmp: bats's own directories may be closed to nobody.
+	nobody_root=$(mktemp -d /tmp/epollfix-textfile.XXXXXX)
+	chmod 0755 "$nobody_root"
+	dir=$nobody_root/textfile
+	mkdir "$dir"
+	chown nobody "$dir"
+	victim=$nobody_root/root-owned
+	echo "root's own content" >"$victim"
+	chmod 0600 "$victim"
+}
+
+as_nobody() {
+	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$@"
+}
+
+@test "metrics: --textfile never writes through a link DIR's owner planted at the temporary names" {
+	[ "$(id -u)" = 0 ] || skip "needs root: a directory of another user"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	start_loop
+	loop=$started
+	nobody_dir
+	# The command's own pid is known before it runs: the shell plants the
+	# links at every temporary name it could predict, then execs it.
+	# shellcheck disable=SC2016
+	run bash -c 'for n in "" .0 .1 .000000; do
+			setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+				ln -s "$2" "$1/.epollfix.prom.$$$n"
+		done
+		exec "$3" status --textfile="$1" "$4"' _ "$dir" "$victim" "$cmd" "$loop"
+	assert_success
+	assert_equal "$(cat "$victim")" "root's own content"
+	[ -f "$dir/epollfix.prom" ] && [ ! -L "$dir/epollfix.prom" ] || fail "$(ls -la "$dir")"
+	grep -q "^epollfix_calls_total{.*pid=\"$loop\"" "$dir/epollfix.prom" || fail "$(cat "$dir/epollfix.prom")"
+	# The planted links are left as they were, none replaced by a file.
+	run find "$dir" -name '.epollfix.prom.*' -type f
+	assert_output ""
+}
+
+@test "metrics: --textfile refuses a final name that is a link, a directory or a fifo, in one line" {
+	[ "$(id -u)" = 0 ] || skip "needs root: a directory of another user"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	start_loop
+	loop=$started
+	nobody_dir
+	as_nobody ln -s "$victim" "$dir/epollfix.prom"
+	run --separate-stderr "$cmd" status --textfile="$dir" "$loop"
+	assert_failure
+	assert_equal "$(cat "$victim")" "root's own content"
+	assert_equal "$(wc -l <<<"$stderr")" 1
+	assert_equal "$stderr" "epollfix: status: $dir/epollfix.prom is not a regular file (a symbolic link): not replaced"
+	[ -L "$dir/epollfix.prom" ] || fail "the link was replaced"
+	# --watch stops at the first refusal, as at any failure to write.
+	run --separate-stderr timeout 10 "$cmd" status --textfile="$dir" --watch=0.05s "$loop"
+	assert_failure 1
+	assert_equal "$(cat "$victim")" "root's own content"
+	rm "$dir/epollfix.prom"
+	as_nobody mkdir "$dir/epollfix.prom"
+	run --separate-stderr "$cmd" status --textfile="$dir" "$loop"
+	assert_failure
+	assert_equal "$stderr" "epollfix: status: $dir/epollfix.prom is not a regular file (a directory): not replaced"
+	rmdir "$dir/epollfix.prom"
+	as_nobody mkfifo "$dir/epollfix.prom"
+	run --separate-stderr timeout 10 "$cmd" status --textfile="$dir" "$loop"
+	assert_failure 1
+	assert_equal "$stderr" "epollfix: status: $dir/epollfix.prom is not a regular file (a special file): not replaced"
+	run find "$dir" -name '.epollfix.prom.*'
+	assert_output ""
+}
+
+@test "metrics: --textfile writes a file others may read, 0644, under umask 077, and keeps replacing it with --watch" {
+	[ "$(id -u)" = 0 ] || skip "needs root: a directory of another user"
+	start_loop
+	loop=$started
+	nobody_dir
+	run bash -c 'umask 077 && exec "$1" status --textfile="$2" "$3"' _ "$cmd" "$dir" "$loop"
+	assert_success
+	assert_equal "$(stat -c %a "$dir/epollfix.prom")" 644
+	as_nobody cat "$dir/epollfix.prom" >/dev/null
+	# A regular file the directory's owner left there is replaced, round
+	# after round.
+	rm "$dir/epollfix.prom"
+	as_nobody sh -c "echo old >'$dir/epollfix.prom'"
+	bg "$BATS_TEST_TMPDIR/watch" bash -c 'umask 077 && exec "$1" status --textfile="$2" --watch=0.02s "$3"' _ "$cmd" "$dir" "$loop"
+	for i in $(seq 100); do [ "$(head -c 3 "$dir/epollfix.prom")" != old ] && break; sleep 0.05; done
+	[ "$(head -c 3 "$dir/epollfix.prom")" != old ] || fail "--watch did not replace the file"
+	first=$(cat "$dir/epollfix.prom")
+	for i in $(seq 100); do [ "$(cat "$dir/epollfix.prom")" != "$first" ] && break; sleep 0.05; done
+	[ "$(cat "$dir/epollfix.prom")" != "$first" ] || fail "--watch replaced the file only once"
+	assert_equal "$(stat -c %a "$dir/epollfix.prom")" 644
+	kill "$started"
+	wait "$started" || true
+	run find "$dir" -name '.epollfix.prom.*'
+	assert_output ""
 }
