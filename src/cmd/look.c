@@ -94,23 +94,21 @@ static int proc_stat(long pid, unsigned long long *start, char *comm, size_t siz
 }
 
 /* Which container the process is in, as its own people know it: its pid in
- * its pid namespace (the last field of NSpid:) and its cgroup. Read with a
- * bound, like everything of another process. */
+ * its pid namespace (the last field of NSpid:, wherever in the file it lies)
+ * and its cgroup. Read with a bound, like everything of another process. */
 static void proc_container(long pid, struct look *l)
 {
-	char buf[8192];
-	ef_proc_read(pid, "status", buf, sizeof(buf));
-	char *ns = strstr(buf, "\nNSpid:");
-	if (ns) {
-		char *end = strchr(ns + 1, '\n'), *last = NULL;
-		for (char *p = ns + 7; p && (!end || p < end); p = strpbrk(p, " \t")) {
-			p += strspn(p, " \t");
-			if (*p >= '0' && *p <= '9' && (!end || p < end))
-				last = p;
-			if (!*p)
-				break;
-		}
-		l->ns_pid = last ? atol(last) : 0;
+	char buf[8192], nspid[512];
+	struct ef_proc_field f;
+	ef_proc_field_init(&f, "NSpid", nspid, sizeof(nspid));
+	ef_proc_fields_via(syscall, pid, "status", &f, 1);
+	/* A value cut at the bound would end in a partial pid: none then. */
+	if (f.len && f.len + 1 < sizeof(nspid)) {
+		const char *last = nspid + f.len;
+		while (last > nspid && last[-1] >= '0' && last[-1] <= '9')
+			last--;
+		if (*last)
+			l->ns_pid = atol(last);
 	}
 	ef_proc_read(pid, "cgroup", buf, sizeof(buf));
 	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
@@ -128,27 +126,22 @@ const char *ef_look_pwait2_word(const struct look *l)
 /* The "Uid:" line of /proc/PID/status: real, effective, saved. */
 static int proc_uids(long pid, unsigned uids[3])
 {
-	char path[64], line[256];
-	int found = 0;
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	FILE *f = fopen(path, "re");
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "Uid: %u %u %u", &uids[0], &uids[1], &uids[2]) == 3;
-	if (f)
-		fclose(f);
-	return found ? 0 : -1;
+	char v[128];
+	struct ef_proc_field f;
+	ef_proc_field_init(&f, "Uid", v, sizeof(v));
+	ef_proc_fields_via(syscall, pid, "status", &f, 1);
+	return sscanf(v, "%u %u %u", &uids[0], &uids[1], &uids[2]) == 3 ? 0 : -1;
 }
 
 static int have_cap_sys_ptrace(void)
 {
-	char line[256];
+	char v[64];
 	unsigned long long eff = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	if (f)
-		fclose(f);
+	struct ef_proc_field f;
+	ef_proc_field_init(&f, "CapEff", v, sizeof(v));
+	ef_proc_fields_via(syscall, 0, "status", &f, 1);
+	if (sscanf(v, "%llx", &eff) != 1)
+		eff = 0;
 	return (eff >> 19) & 1; /* CAP_SYS_PTRACE */
 }
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fmt.h"
@@ -31,4 +32,95 @@ void ef_proc_line(const char *name, char *buf, size_t size)
 {
 	ef_proc_read(0, name, buf, size);
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+enum { SEARCHING, BLANKS, VALUE, DONE };
+
+void ef_proc_field_init(struct ef_proc_field *f, const char *name, char *out, size_t size)
+{
+	f->name = name;
+	f->matched = 1; /* the file's start is a line's */
+	f->state = SEARCHING;
+	f->out = out;
+	f->size = size;
+	f->len = 0;
+	if (size)
+		out[0] = '\0';
+}
+
+/* "\n" NAME ":" is matched one character at a time, so a chunk may end
+ * anywhere; the value is copied up to its line's end, bounded by size. */
+void ef_proc_field_feed(struct ef_proc_field *f, const char *text, size_t len)
+{
+	size_t namelen = strlen(f->name);
+
+	for (size_t i = 0; i < len && f->state != DONE; i++) {
+		char c = text[i];
+		if (f->state == SEARCHING) {
+			char want = f->matched == 0 ? '\n' : f->matched <= namelen ? f->name[f->matched - 1] : ':';
+			if (c == want) {
+				if (++f->matched == namelen + 2)
+					f->state = BLANKS;
+			} else {
+				f->matched = c == '\n';
+			}
+			continue;
+		}
+		if (c == '\n') {
+			f->state = DONE;
+			break;
+		}
+		if (f->state == BLANKS && (c == ' ' || c == '\t'))
+			continue;
+		f->state = VALUE;
+		if (f->len + 1 < f->size) {
+			f->out[f->len++] = c;
+			f->out[f->len] = '\0';
+		}
+	}
+}
+
+int ef_proc_field_found(const struct ef_proc_field *f)
+{
+	return f->state != SEARCHING;
+}
+
+int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
+		       size_t n)
+{
+	char path[64], buf[512];
+	struct ef_buf p = EF_BUF(path);
+	int saved = errno;
+
+	if (pid)
+		ef_fmt(&p, "/proc/%ld/%s", pid, file);
+	else
+		ef_fmt(&p, "/proc/self/%s", file);
+	long fd = sys(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	int whole = 0;
+	for (;;) {
+		size_t done = 0;
+		for (size_t i = 0; i < n; i++)
+			done += f[i].state == DONE;
+		if (done == n) {
+			whole = 1;
+			break;
+		}
+		long got = sys(SYS_read, fd, buf, sizeof(buf));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			whole = got == 0;
+			break;
+		}
+		for (size_t i = 0; i < n; i++)
+			ef_proc_field_feed(&f[i], buf, (size_t)got);
+	}
+	sys(SYS_close, fd);
+	errno = saved;
+	return whole ? 0 : -1;
 }

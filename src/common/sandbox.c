@@ -210,29 +210,12 @@ void ef_sandbox_undeny(unsigned before)
 	atomic_store_explicit(&denied_mask, before, memory_order_release);
 }
 
-void ef_seccomp_scan_init(struct ef_seccomp_scan *s)
+int ef_seccomp_mode_of(const struct ef_proc_field *seccomp, int whole)
 {
-	s->matched = 0;
-	s->mode = -1;
-}
-
-void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t len)
-{
-	static const char key[] = "\nSeccomp:";
-	const unsigned keylen = sizeof(key) - 1;
-
-	for (size_t i = 0; i < len && s->mode < 0; i++) {
-		char c = text[i];
-		if (s->matched == keylen) { /* blanks, then the mode's digit */
-			if (c == ' ' || c == '\t')
-				continue;
-			s->mode = c >= '0' && c <= '9' ? c - '0' : 9;
-		} else if (c == key[s->matched]) {
-			s->matched++;
-		} else {
-			s->matched = c == '\n';
-		}
-	}
+	if (!ef_proc_field_found(seccomp))
+		return whole ? 0 : -1;
+	char c = seccomp->len ? seccomp->out[0] : '\0';
+	return c >= '0' && c <= '9' ? c - '0' : -1;
 }
 
 /* ---- The kernel asked directly -------------------------------------------- */
@@ -248,26 +231,12 @@ int ef_pwait2_probe_via(ef_syscall_fn sys)
 	return r < 0 ? errno : EINVAL;
 }
 
-/* /proc/self/status read whole, in chunks, with raw system calls: openat,
- * read and close are what the loader needed to load this library, so a filter
- * that let it load allows them, and none is a cancellation point. */
 int ef_seccomp_status_via(ef_syscall_fn sys)
 {
-	struct ef_seccomp_scan scan;
-	char buf[512];
-	long n;
+	struct ef_proc_field f;
+	char mode[8];
 
-	ef_seccomp_scan_init(&scan);
-	long fd = sys(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1; /* no /proc: it cannot tell, so assume one */
-	while (scan.mode < 0 && (n = sys(SYS_read, fd, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		ef_seccomp_scan_feed(&scan, buf, (size_t)n);
-	}
-	sys(SYS_close, fd);
-	return scan.mode != 0;
+	ef_proc_field_init(&f, "Seccomp", mode, sizeof(mode));
+	int whole = ef_proc_fields_via(sys, 0, "status", &f, 1) == 0;
+	return ef_seccomp_mode_of(&f, whole) != 0; /* -1: it cannot tell, so assume one */
 }

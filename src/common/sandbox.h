@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proc.h"
+
 /* A classic-BPF program as prctl(PR_SET_SECCOMP) and seccomp(2) take it
  * (struct sock_filter and struct sock_fprog, spelled out: musl's headers bring
  * neither). */
@@ -40,18 +42,12 @@ enum {
 #define EF_WHY_UNKNOWN_FILTER 10001 /* a filter was in force at start */
 #define EF_WHY_FILTER_DENIES 10002  /* a filter the program installed would kill or trap it */
 
-/* Finds "Seccomp:\t<mode>" in /proc/self/status fed in chunks of any size,
- * so no line, however long (Groups:), can push it out of a buffer. */
-struct ef_seccomp_scan {
-	unsigned matched; /* characters of "\nSeccomp:" seen so far */
-	int mode;         /* -1 until its digit is seen */
-};
-void ef_seccomp_scan_init(struct ef_seccomp_scan *s);
-void ef_seccomp_scan_feed(struct ef_seccomp_scan *s, const char *text, size_t len);
-
-/* The raw syscall() to make them with: the library's real one (real.h), the
- * command's own. */
-typedef long (*ef_syscall_fn)(long, ...);
+/* The seccomp mode of a process from its status file (proc.h's reader,
+ * fields "Seccomp" and "Seccomp_filters"): 0 none, 1 strict, 2 filter; -1
+ * when it cannot tell. whole: the file was read to its end, so a field not
+ * found is not there: a kernel without CONFIG_SECCOMP has no "Seccomp:" line,
+ * and then no filter can be in force. */
+int ef_seccomp_mode_of(const struct ef_proc_field *seccomp, int whole);
 
 /* epoll_pwait2 asked here and now, with maxevents 0: 0 when the kernel has it,
  * else the errno it gave. The library asks once (real.c); the command asks in
@@ -59,7 +55,8 @@ typedef long (*ef_syscall_fn)(long, ...);
 int ef_pwait2_probe_via(ef_syscall_fn sys);
 
 /* 1 when a seccomp filter is in force in this process (Seccomp: in
- * /proc/self/status is not 0), or /proc cannot tell. */
+ * /proc/self/status is not 0), or /proc cannot tell; 0 when it is 0 or the
+ * kernel has no seccomp. */
 int ef_seccomp_status_via(ef_syscall_fn sys);
 
 /* The bits of the library's calls that the classic-BPF program prog (a

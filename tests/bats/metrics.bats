@@ -117,6 +117,35 @@ start_loop() {
 	assert_output --partial "pid=\"$host\",program=\"ef-sleep\",ns_pid=\"1\""
 }
 
+@test "status: NSpid is found past a Groups: line of 2,000 supplementary groups" {
+	[ "$(id -u)" = 0 ] || skip "a pid namespace and setgroups need root here"
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "no unshare or setpriv"
+	groups=$(seq -s, 100000 101999)
+	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
+		setpriv --groups "$groups" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000001
+	for i in $(seq 50); do
+		host=$(pgrep -f -n "ef-sleep --count 1000001" | head -1)
+		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ -n "$host" ] || fail "the program did not start in its namespace"
+	echo "$host" >>"$pids_file"
+	# The field lies past the first 8 KiB of the file, as the test reads it.
+	nspid=$(sed -n 's/^NSpid:.*[[:space:]]\([0-9]*\)$/\1/p' "/proc/$host/status")
+	at=$(grep -b '^NSpid:' "/proc/$host/status" | cut -d: -f1)
+	[ "$at" -gt 8192 ] || fail "NSpid at byte $at: not past 8 KiB"
+	assert_equal "$nspid" 1
+	run "$cmd" status "$host"
+	assert_success
+	assert_line --regexp "^epollfix\[$host\] container: pid $nspid in its namespace, cgroup /"
+	run "$cmd" status --json "$host"
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["ns_pid"] == int(sys.argv[1]), d' "$nspid" <<<"$output"
+	run "$cmd" status --metrics "$host"
+	assert_success
+	assert_output --partial "pid=\"$host\",program=\"ef-sleep\",ns_pid=\"$nspid\""
+}
+
 @test "status: the table shows the lateness of timed waits, JSON has it with the hinted waits and threads" {
 	start_loop
 	sleep 0.3

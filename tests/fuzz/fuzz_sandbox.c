@@ -31,13 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(why > 0);
 	free(prog);
 
-	struct ef_seccomp_scan s;
-	ef_seccomp_scan_init(&s);
+	struct ef_proc_field s;
+	char v[8];
+	ef_proc_field_init(&s, "Seccomp", v, sizeof(v));
 	size_t chunk = size ? data[0] % 16 + 1 : 1;
 	for (size_t i = 0; i < size; i += chunk)
-		ef_seccomp_scan_feed(&s, (const char *)data + i, i + chunk < size ? chunk : size - i);
-	CHECK(s.mode >= -1 && s.mode <= 9);
-	if (s.mode >= 0)
-		CHECK(memmem(data, size, "\nSeccomp:", 9) != NULL);
+		ef_proc_field_feed(&s, (const char *)data + i, i + chunk < size ? chunk : size - i);
+	CHECK(s.len < sizeof(v) && v[s.len] == '\0');
+	int mode = ef_seccomp_mode_of(&s, 0);
+	CHECK(mode >= -1 && mode <= 9);
+	if (mode >= 0)
+		CHECK(memmem(data, size, "Seccomp:", 8) != NULL);
 	return 0;
 }

@@ -1,6 +1,9 @@
 /* Seccomp filters read before they are in force: the classic-BPF reading must
  * give the kernel's verdict, and deny everything it cannot follow. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -111,24 +114,55 @@ Test(sandbox, what_it_cannot_follow_denies_everything)
 	cr_assert_eq(verdict(&p, &why), EF_DENY_ALL, "an unknown instruction");
 }
 
+/* The mode from status text fed in chunks of `chunk` bytes; whole: read to its end. */
+static int mode_in(const char *text, size_t n, size_t chunk, int whole)
+{
+	struct ef_proc_field f;
+	char v[8];
+	ef_proc_field_init(&f, "Seccomp", v, sizeof(v));
+	for (size_t i = 0; i < n; i += chunk)
+		ef_proc_field_feed(&f, text + i, i + chunk < n ? chunk : n - i);
+	return ef_seccomp_mode_of(&f, whole);
+}
+
 Test(sandbox, seccomp_is_found_in_status_read_in_any_chunks)
 {
 	char text[20000];
-	struct ef_seccomp_scan s;
 	size_t n = (size_t)snprintf(text, sizeof(text), "Name:\tx\nGroups:\t");
 	while (n < 15000)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, "%zu ", n);
 	n += (size_t)snprintf(text + n, sizeof(text) - n, "\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n");
-	for (size_t chunk = 1; chunk <= 512; chunk *= 2) {
-		ef_seccomp_scan_init(&s);
-		for (size_t i = 0; i < n; i += chunk)
-			ef_seccomp_scan_feed(&s, text + i, i + chunk < n ? chunk : n - i);
-		cr_assert_eq(s.mode, 2, "chunks of %zu", chunk);
-	}
-	ef_seccomp_scan_init(&s);
-	ef_seccomp_scan_feed(&s, "Name:\tx\nSeccomp:\t0\n", 19);
-	cr_assert_eq(s.mode, 0);
-	ef_seccomp_scan_init(&s);
-	ef_seccomp_scan_feed(&s, "Name:\tx\nXSeccomp:\t2\n", 20);
-	cr_assert_eq(s.mode, -1, "only a whole field name counts");
+	for (size_t chunk = 1; chunk <= 512; chunk *= 2)
+		cr_assert_eq(mode_in(text, n, chunk, 1), 2, "chunks of %zu", chunk);
+	cr_assert_eq(mode_in("Name:\tx\nSeccomp:\t0\n", 19, 512, 1), 0);
+	cr_assert_eq(mode_in("Name:\tx\nXSeccomp:\t2\n", 20, 512, 0), -1,
+		     "only a whole field name counts");
+	cr_assert_eq(mode_in("Name:\tx\nSeccomp_filters:\t2\n", 28, 512, 0), -1,
+		     "only a whole field name counts");
+}
+
+/* A kernel built without CONFIG_SECCOMP writes no Seccomp: line: read to its
+ * end, that says no filter can be in force, not that one cannot be read. */
+Test(sandbox, no_seccomp_line_in_a_whole_status_means_no_filter)
+{
+	static const char text[] = "Name:\tx\nUmask:\t0022\nState:\tR (running)\nNoNewPrivs:\t0\n"
+				   "Speculation_Store_Bypass:\tthread vulnerable\nCpus_allowed:\t3\n";
+	for (size_t chunk = 1; chunk <= 512; chunk *= 2)
+		cr_assert_eq(mode_in(text, sizeof(text) - 1, chunk, 1), 0, "chunks of %zu", chunk);
+	/* A read that stopped early cannot tell. */
+	cr_assert_eq(mode_in(text, sizeof(text) - 1, 512, 0), -1);
+}
+
+/* The reader finds any field of a real status file wherever it lies. */
+Test(sandbox, proc_fields_are_read_from_a_real_status_file)
+{
+	struct ef_proc_field f[3];
+	char pid[32], name[32], seccomp[8];
+	ef_proc_field_init(&f[0], "Pid", pid, sizeof(pid));
+	ef_proc_field_init(&f[1], "Name", name, sizeof(name));
+	ef_proc_field_init(&f[2], "Seccomp", seccomp, sizeof(seccomp));
+	cr_assert_eq(ef_proc_fields_via(syscall, 0, "status", f, 3), 0);
+	cr_assert_eq(atol(pid), (long)getpid());
+	cr_assert_str_eq(name, "unit-tests");
+	cr_assert_eq(ef_seccomp_status_via(syscall), seccomp[0] != '0');
 }
