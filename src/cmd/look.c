@@ -322,8 +322,10 @@ static void hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* The counters, read twice: a counter only grows, so a second read smaller
- * than the first means a copy caught a word mid-update; read again. */
+/* The counters, read twice: the library only ever adds to a counter, so a
+ * second read smaller than the first means the process is not what it says
+ * (or a copy caught a word mid-update): read again. A guard: it never fires
+ * on a library of this version. */
 static int read_counters(long pid, const struct look *l)
 {
 	for (int tries = 0; tries < 8; tries++) {

@@ -474,15 +474,16 @@ static __attribute__((noinline, cold)) int streak_then_pwait(int epfd, struct ep
 }
 
 /* After a zero-timeout poll that found events (or failed), or that passed
- * while such polls were being held for the slow path: the first is counted
- * again, as what it was; the second makes the thread's next ones slow. */
+ * while such polls were being held for the slow path: it is counted as what
+ * it was; the second makes the thread's next ones slow. */
 static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 {
 	if (ef_fast_zero_held())
 		tls.zfast = NULL;
-	if (r == 0)
+	if (r == 0) {
+		ef_slot_bump(tls.slot, EF_K_EMPTY + call);
 		return r;
-	ef_slot_unbump(tls.slot, EF_K_EMPTY + call);
+	}
 	ef_slot_bump(tls.slot, ef_key(call, EF_T_ZERO, EF_O_PASSED));
 	if (ef_slot_streak_open(tls.slot))
 		streak_ended(0, r);
@@ -499,14 +500,19 @@ static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 #define EF_NOIPA __attribute__((noinline))
 #endif
 
-/* A zero-timeout poll, already counted as empty. One branch after it asks
- * both whether it was and whether zero-timeout calls are held. */
+/* A zero-timeout poll, counted once it is known whether it was empty: a
+ * counter taken back after a reader saw it would look to Prometheus like a
+ * reset. The slot is the thread's tls.slot, reloaded after the call (one
+ * load, nothing kept across it): the same one tls.zfast was, which a signal
+ * handler's call during the real one may have cleared since. One branch asks
+ * both whether the poll was empty and whether zero-timeout calls are held. */
 static EF_WAIT_PATH EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
 					    int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
 	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
 		return zero_after(EF_CALL_WAIT, r);
+	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_WAIT);
 	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
 	return r;
 }
@@ -517,6 +523,7 @@ static EF_WAIT_PATH EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, in
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
 		return zero_after(EF_CALL_PWAIT, r);
+	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_PWAIT);
 	__asm__("" : "+r"(r));
 	return r;
 }
@@ -564,12 +571,10 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 		return pass_nonzero(call, s, ef_key(call, EF_T_LONGER, EF_O_PASSED), epfd, ev,
 				    maxevents, timeout, mask);
 	}
-	if (__builtin_expect(!(s = tls.zfast), 0))
+	if (__builtin_expect(!tls.zfast, 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
-	/* Counted as an empty poll before the call, so nothing is kept across it;
-	 * the rare poll that finds events is counted again after. The call that
-	 * needs a frame is in a function of its own: the other paths have none. */
-	ef_slot_bump(s, EF_K_EMPTY + call);
+	/* Counted after the call, as what it was. The call that needs a frame is
+	 * in a function of its own: the other paths have none. */
 	__asm__("" : "+r"(timeout)); /* 0, and already where the call wants it */
 	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout)
 				    : zero_pwait(epfd, ev, maxevents, timeout, mask);

@@ -54,14 +54,6 @@ static inline void ef_slot_bump(struct ef_slot *s, unsigned k)
 #endif
 }
 
-/* The owner takes back an increment (a zero-timeout poll counted as empty
- * before it returned, that found events). */
-static inline void ef_slot_unbump(struct ef_slot *s, unsigned k)
-{
-	atomic_store_explicit(&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) - 1,
-			      memory_order_relaxed);
-}
-
 static inline void ef_stats_add(struct ef_slot *s, unsigned k)
 {
 	if (__builtin_expect(ef_stats_shared(s), 0))

@@ -257,3 +257,21 @@ as_nobody() {
 	run find "$dir" -name '.epollfix.prom.*'
 	assert_output ""
 }
+
+@test "metrics: no counter of a program whose zero-timeout polls always find an event ever decreases" {
+	bg "$BATS_TEST_TMPDIR/full" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-full-poll" --seconds 60
+	loop=$started
+	for i in $(seq 50); do "$cmd" status "$loop" >/dev/null 2>&1 && break; sleep 0.1; done
+	prev=$BATS_TEST_TMPDIR/prev
+	: >"$prev"
+	for i in $(seq 150); do
+		"$cmd" status --metrics "$loop" | grep -E '^epollfix_[a-z_]+_total[{ ]' | sort >"$BATS_TEST_TMPDIR/now" ||
+			fail "no metrics at scrape $i"
+		# Every _total sample against the previous scrape's, by name and labels.
+		dropped=$(join "$prev" "$BATS_TEST_TMPDIR/now" | awk '$3 < $2')
+		[ -z "$dropped" ] || fail "scrape $i: counters decreased (series, before, after): $dropped"
+		mv "$BATS_TEST_TMPDIR/now" "$prev"
+	done
+	grep -q '^epollfix_calls_total{.*function="epoll_wait".*} [1-9]' "$prev" || fail "$(cat "$prev")"
+	grep -q '^epollfix_empty_zero_polls_total{.*} 0$' "$prev" || fail "$(grep empty "$prev")"
+}
