@@ -124,6 +124,56 @@ static pid_t raw_vfork(void)
 	return fork();
 }
 
+/* Stand-ins for libc's thread-making calls, which every libc has: were one
+ * missing, it fails as unsupported. */
+static int raw_timer_create(int clock, void *sev, void *timer)
+{
+	(void)clock, (void)sev, (void)timer;
+	errno = ENOSYS;
+	return -1;
+}
+
+static int raw_mq_notify(int mq, const void *sev)
+{
+	(void)mq, (void)sev;
+	errno = ENOSYS;
+	return -1;
+}
+
+static int raw_aio_read(void *cb)
+{
+	(void)cb;
+	errno = ENOSYS;
+	return -1;
+}
+#define raw_aio_write raw_aio_read
+#define raw_aio_read64 raw_aio_read
+#define raw_aio_write64 raw_aio_read
+
+static int raw_aio_fsync(int op, void *cb)
+{
+	(void)op, (void)cb;
+	errno = ENOSYS;
+	return -1;
+}
+#define raw_aio_fsync64 raw_aio_fsync
+
+static int raw_lio_listio(int mode, void *const *list, int n, void *sev)
+{
+	(void)mode, (void)list, (void)n, (void)sev;
+	errno = ENOSYS;
+	return -1;
+}
+#define raw_lio_listio64 raw_lio_listio
+
+#ifdef __GLIBC__
+static int raw_getaddrinfo_a(int mode, void **list, int n, void *sev)
+{
+	(void)mode, (void)list, (void)n, (void)sev;
+	return -11; /* EAI_SYSTEM */
+}
+#endif
+
 #define EF_REAL_NAME(name, type) #name,
 static const char *const real_names[] = { EF_REAL_FUNCS(EF_REAL_NAME) };
 #define EF_REAL_RAW(name, type) (void *)raw_##name,

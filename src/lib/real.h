@@ -43,6 +43,13 @@ typedef void *(*ef_popen_fn)(const char *, const char *);
 typedef int (*ef_clone_fn)(int (*)(void *), void *, int, void *, ...);
 typedef int (*ef_pthread_create_fn)(void *, const void *, void *(*)(void *), void *);
 typedef pid_t (*ef_vfork_fn)(void);
+/* The calls with which libc makes threads of its own (spawn.c). */
+typedef int (*ef_timer_create_fn)(int, void *, void *);
+typedef int (*ef_mq_notify_fn)(int, const void *);
+typedef int (*ef_aio_fn)(void *);
+typedef int (*ef_aio_fsync_fn)(int, void *);
+typedef int (*ef_lio_listio_fn)(int, void *const *, int, void *);
+typedef int (*ef_getaddrinfo_a_fn)(int, void **, int, void *);
 
 /* Every function the library looks up: X(name, type). A name libc lacks (musl has
  * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call, or
@@ -62,7 +69,26 @@ typedef pid_t (*ef_vfork_fn)(void);
 	X(popen, ef_popen_fn)                         \
 	X(clone, ef_clone_fn)                         \
 	X(pthread_create, ef_pthread_create_fn)       \
-	X(vfork, ef_vfork_fn)
+	X(vfork, ef_vfork_fn)                         \
+	X(timer_create, ef_timer_create_fn)           \
+	X(mq_notify, ef_mq_notify_fn)                 \
+	X(aio_read, ef_aio_fn)                        \
+	X(aio_write, ef_aio_fn)                       \
+	X(aio_fsync, ef_aio_fsync_fn)                 \
+	X(lio_listio, ef_lio_listio_fn)               \
+	EF_REAL_GLIBC_ONLY(X)
+/* glibc's large-file names and its asynchronous name lookup, which musl
+ * lacks (a program asking dlsym for them must not find the library's). */
+#ifdef __GLIBC__
+#define EF_REAL_GLIBC_ONLY(X)                 \
+	X(aio_read64, ef_aio_fn)              \
+	X(aio_write64, ef_aio_fn)             \
+	X(aio_fsync64, ef_aio_fsync_fn)       \
+	X(lio_listio64, ef_lio_listio_fn)     \
+	X(getaddrinfo_a, ef_getaddrinfo_a_fn)
+#else
+#define EF_REAL_GLIBC_ONLY(X)
+#endif
 
 #define EF_REAL_ENUM(name, type) EF_REAL_##name,
 enum ef_real_id { EF_REAL_FUNCS(EF_REAL_ENUM) EF_REAL_COUNT };

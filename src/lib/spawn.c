@@ -4,13 +4,15 @@
  * which a child would then keep for its whole life and pass on to its own
  * children. fork() restores the program's slack first through the atfork
  * handler (lifecycle.c); each call below does the same before it goes on to
- * libc's, and syscall(SYS_clone...) does in interpose.c. Nothing else changes:
+ * libc's (those with which libc makes threads of its own too), and
+ * syscall(SYS_clone...) does in interpose.c. Nothing else changes:
  * arguments, results and errno are libc's. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "real.h"
 #include "state.h"
@@ -68,6 +70,67 @@ EXPORT int pthread_create(void *thread, const void *attr, void *(*start)(void *)
 	ef_interpose_before_fork();
 	return ef_real_pthread_create()(thread, attr, start, arg);
 }
+
+/* The calls with which libc makes threads of its own: a SIGEV_THREAD
+ * timer's or message queue's notification, asynchronous I/O's workers, an
+ * asynchronous name lookup's. libc creates them through its internal
+ * pthread_create, which the one above never sees, and from the calling
+ * thread (or from a helper that thread made), so they would inherit the
+ * library's slack for life. */
+EXPORT int timer_create(clockid_t clock, struct sigevent *restrict sev, timer_t *restrict timer)
+{
+	ef_interpose_before_fork();
+	return ef_real_timer_create()(clock, sev, timer);
+}
+
+/* <mqueue.h>, <aio.h> and <netdb.h> are not included: their types are only
+ * passed on (and <aio.h> renames aio_read to aio_read64 for large files). */
+int mq_notify(int, const void *);
+EXPORT int mq_notify(int mq, const void *sev)
+{
+	ef_interpose_before_fork();
+	return ef_real_mq_notify()(mq, sev);
+}
+
+#define EF_AIO(name)                                      \
+	EXPORT int name(void *cb)                         \
+	{                                                 \
+		ef_interpose_before_fork();               \
+		return ef_real_##name()(cb);              \
+	}
+#define EF_AIO_FSYNC(name)                                \
+	EXPORT int name(int op, void *cb)                 \
+	{                                                 \
+		ef_interpose_before_fork();               \
+		return ef_real_##name()(op, cb);          \
+	}
+#define EF_LIO_LISTIO(name)                                            \
+	EXPORT int name(int mode, void *const *list, int n, void *sev) \
+	{                                                              \
+		ef_interpose_before_fork();                            \
+		return ef_real_##name()(mode, list, n, sev);           \
+	}
+int aio_read(void *), aio_write(void *), aio_fsync(int, void *);
+int lio_listio(int, void *const *, int, void *);
+EF_AIO(aio_read)
+EF_AIO(aio_write)
+EF_AIO_FSYNC(aio_fsync)
+EF_LIO_LISTIO(lio_listio)
+#ifdef __GLIBC__
+int aio_read64(void *), aio_write64(void *), aio_fsync64(int, void *);
+int lio_listio64(int, void *const *, int, void *);
+int getaddrinfo_a(int, void **, int, void *);
+EF_AIO(aio_read64)
+EF_AIO(aio_write64)
+EF_AIO_FSYNC(aio_fsync64)
+EF_LIO_LISTIO(lio_listio64)
+
+EXPORT int getaddrinfo_a(int mode, void **list, int n, void *sev)
+{
+	ef_interpose_before_fork();
+	return ef_real_getaddrinfo_a()(mode, list, n, sev);
+}
+#endif
 
 /* vfork's child runs on its parent's stack until it execs or exits: a C
  * wrapper's frame would be popped by the child and reused under the waiting

@@ -41,8 +41,8 @@ setup() {
 	assert_output --partial "child_got=$own child_default=$own "
 }
 
-@test "slack: a child made without atfork handlers (system, popen, posix_spawn, vfork, clone) or a new thread starts with the program's slack" {
-	for way in system popen posix_spawn posix_spawnp vfork clone syscall-clone thread; do
+@test "slack: a child made without atfork handlers (system, popen, posix_spawn, vfork, clone), a new thread or a thread libc makes (timer, aio) starts with the program's slack" {
+	for way in system popen posix_spawn posix_spawnp vfork clone syscall-clone thread timer aio; do
 		run "$EPOLLFIX_PROGS/ef-slack" spawn "$way"
 		assert_success
 		own=$(field child)

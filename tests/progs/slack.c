@@ -13,18 +13,22 @@
  *   ef-slack spawn WAY one epoll_wait(1), then a child made another way (system,
  *                      popen, posix_spawn, posix_spawnp, vfork, clone,
  *                      syscall-clone, thread), none of which runs atfork
- *                      handlers: it reports the slack it got (child=)
+ *                      handlers, or a thread libc makes itself (timer: a
+ *                      SIGEV_THREAD timer's, aio: aio_read's SIGEV_THREAD
+ *                      notification): it reports the slack it got (child=)
  *
  * Prints name=value pairs (slack in ns) and median_us of the 1 ms waits.
  * Runs in the main thread: /proc/self/timerslack_ns is the main thread's. */
 #include "clock.h"
 
+#include <aio.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
@@ -74,6 +78,24 @@ static void *thread_slack(void *arg)
 {
 	*(long *)arg = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
 	return NULL;
+}
+
+/* A thread libc made runs this: the slack it has, as the kernel says. */
+static void notified(union sigval sv)
+{
+	(void)sv;
+	dprintf(report_fd, "%d", prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL));
+}
+
+/* What notified() wrote in p, once it ran (report_fd stays open till then). */
+static long notified_slack(int p[2])
+{
+	char buf[32];
+	ssize_t r = read(p[0], buf, sizeof(buf) - 1);
+	buf[r > 0 ? r : 0] = '\0';
+	close(p[0]);
+	close(p[1]);
+	return r > 0 ? atol(buf) : -1;
 }
 
 /* The slack a child made by `way` starts with, or -1. */
@@ -131,6 +153,25 @@ static long child_slack(const char *way)
 			write_own_slack(NULL);
 			_exit(0);
 		}
+	} else if (!strcmp(way, "timer")) {
+		timer_t t;
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD, .sigev_notify_function = notified };
+		struct itimerspec its = { .it_value = { 0, 1000000 } };
+		if (timer_create(CLOCK_MONOTONIC, &sev, &t) || timer_settime(t, 0, &its, NULL))
+			return -1;
+		return notified_slack(p);
+	} else if (!strcmp(way, "aio")) {
+		static int q[2];
+		static char byte;
+		static struct aiocb cb;
+		if (pipe(q))
+			return -1;
+		cb = (struct aiocb){ .aio_fildes = q[0], .aio_buf = &byte, .aio_nbytes = 1 };
+		cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+		cb.aio_sigevent.sigev_notify_function = notified;
+		if (aio_read(&cb) || write(q[1], "x", 1) != 1)
+			return -1;
+		return notified_slack(p);
 	} else if (!strcmp(way, "thread")) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, thread_slack, &v) == 0)
