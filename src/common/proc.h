@@ -33,7 +33,15 @@ int ef_proc_field_found(const struct ef_proc_field *f);
  * and none of which is a cancellation point; the command's own. */
 typedef long (*ef_syscall_fn)(long, ...);
 
-/* Reads /proc/PID/FILE (pid 0: /proc/self/FILE) in chunks until each of the n
+/* Opens /proc/PID/FILE (pid 0: /proc/self/FILE, -1: /proc/thread-self/FILE)
+ * read-only, close-on-exec: its fd, or -1. errno is kept. */
+int ef_proc_open_via(ef_syscall_fn sys, long pid, const char *file);
+
+/* As ef_proc_fields_via, from an open /proc file read again from its start
+ * (pread: the kernel makes the text anew at offset 0). */
+int ef_proc_fields_fd(ef_syscall_fn sys, int fd, struct ef_proc_field *f, size_t n);
+
+/* Reads /proc/PID/FILE (pid as ef_proc_open_via) in chunks until each of the n
  * fields is found or the file ends, with no stdio nor allocation. 0 when every
  * field was found or the file was read to its end (so a field not found is not
  * there), -1 when it could not be opened or read. errno is kept. */

@@ -25,6 +25,9 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 				   "EPOLLFIX_SECCOMP=trust uses epoll_pwait2 under it");
 	if (why == EF_WHY_FILTER_DENIES)
 		return ef_fmt(out, "a seccomp filter the program installed would kill or trap it");
+	if (why == EF_WHY_FILTER_UNSEEN)
+		return ef_fmt(out, "a seccomp filter was installed that the library, loaded with "
+				   "dlopen and not preloaded, could not read first");
 	return ef_fmt(out, "%s",
 		      why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
 		      : why == EPERM ? "EPERM: refused by a seccomp filter"

@@ -41,6 +41,7 @@ enum {
  * answers (ef_pwait2_state's why; report.c names them). */
 #define EF_WHY_UNKNOWN_FILTER 10001 /* a filter was in force at start */
 #define EF_WHY_FILTER_DENIES 10002  /* a filter the program installed would kill or trap it */
+#define EF_WHY_FILTER_UNSEEN 10003  /* one was installed where the library could not read it */
 
 /* The seccomp mode of a process from its status file (proc.h's reader,
  * fields "Seccomp" and "Seccomp_filters"): 0 none, 1 strict, 2 filter; -1

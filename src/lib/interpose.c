@@ -70,6 +70,7 @@ static void thread_gone(void *unused)
 	tls.fast = tls.zfast = NULL;
 	tls.slot = NULL;
 	ef_stats_release(s);
+	ef_filters_thread_gone();
 }
 
 void ef_interpose_init(void)
@@ -145,7 +146,7 @@ static void slack_restore(void)
 	if (__builtin_expect(!tls.lowered, 1))
 		return;
 	int saved = errno;
-	if (slack_allowed())
+	if (slack_allowed() && ef_filters_seen())
 		real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
 	tls.lowered = 0;
 	errno = saved;

@@ -26,6 +26,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 {
 	ef_state_load();
 	ef_real_init();
+	ef_filters_init();
 	ef_recognize_init();
 	ef_live_init();
 	ef_interpose_init();

@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "sandbox.h"
 #include "wait_path.h"
 
@@ -219,6 +221,94 @@ int ef_seccomp_inherited(void)
 	return v;
 }
 
+/* ---- Filters the library cannot see being installed ------------------------
+ * Preloaded (or linked before libc), the library's prctl and syscall are the
+ * ones every object calls: it reads each filter before it is in force
+ * (ef_seccomp_set). Loaded with dlopen (Python's epollfix.enable()) it comes
+ * after libc in symbol lookup, and a filter installed through libc (libseccomp's
+ * seccomp_load, the program's own prctl) passes it by. Then, before each use of
+ * epoll_pwait2 or of its own slack, the library reads the thread's filter
+ * count (Seccomp_filters: in /proc/thread-self/status, one pread of a file it
+ * keeps open per thread); any change from the count at start means a filter
+ * it never read: it stops making either call for good. */
+
+static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed */
+static long filters_at_start;
+static __thread int status_fd __attribute__((tls_model("initial-exec"))); /* fd + 1; 0: none */
+
+/* The filter count of the calling thread from its status file, or -1 when it
+ * cannot be read (a kernel without seccomp has no such line: 0). */
+static long filter_count(int fd)
+{
+	struct ef_proc_field f[3];
+	char name[8], mode[8], count[24];
+	ef_proc_field_init(&f[0], "Name", name, sizeof(name));
+	ef_proc_field_init(&f[1], "Seccomp", mode, sizeof(mode));
+	ef_proc_field_init(&f[2], "Seccomp_filters", count, sizeof(count));
+	int whole = ef_proc_fields_fd(ef_real_syscall(), fd, f, 3) == 0;
+	/* Not a status file: an fd the program closed and reused, say. */
+	if (!whole || !ef_proc_field_found(&f[0]))
+		return -1;
+	if (ef_proc_field_found(&f[2]))
+		return count[0] >= '0' && count[0] <= '9' ? strtol(count, NULL, 10) : -1;
+	/* Before the count was shown (Linux 5.9): the mode alone. */
+	int m = ef_seccomp_mode_of(&f[1], whole);
+	return m < 0 ? -1 : m;
+}
+
+void ef_filters_init(void)
+{
+	Dl_info self, sys, pr;
+	void *s = dlsym(RTLD_DEFAULT, "syscall"), *p = dlsym(RTLD_DEFAULT, "prctl");
+	int watched = dladdr((void *)ef_filters_init, &self) && s && p && dladdr(s, &sys) &&
+		      dladdr(p, &pr) && sys.dli_fbase == self.dli_fbase &&
+		      pr.dli_fbase == self.dli_fbase;
+	if (!watched) {
+		int saved = errno;
+		int fd = ef_proc_open_via(ef_real_syscall(), -1, "status");
+		filters_at_start = fd >= 0 ? filter_count(fd) : -1;
+		if (fd >= 0)
+			ef_real_syscall()(SYS_close, fd);
+		errno = saved;
+	}
+	atomic_store_explicit(&filters_watched, watched, memory_order_release);
+}
+
+static __attribute__((noinline, cold)) int filters_checked(void)
+{
+	if (ef_sandbox_denied() == EF_DENY_ALL)
+		return 0;
+	int saved = errno;
+	if (!status_fd) {
+		int fd = ef_proc_open_via(ef_real_syscall(), -1, "status");
+		status_fd = fd >= 0 ? fd + 1 : 0;
+	}
+	long now = status_fd ? filter_count(status_fd - 1) : -1;
+	errno = saved;
+	if (now >= 0 && now == filters_at_start)
+		return 1;
+	ef_sandbox_deny(EF_DENY_ALL);
+	ef_pwait2_refused(EF_WHY_FILTER_UNSEEN);
+	return 0;
+}
+
+EF_WAIT_PATH int ef_filters_seen(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
+		return 1;
+	return filters_checked();
+}
+
+void ef_filters_thread_gone(void)
+{
+	if (status_fd) {
+		int saved = errno;
+		ef_real_syscall()(SYS_close, status_fd - 1);
+		status_fd = 0;
+		errno = saved;
+	}
+}
+
 /* A filter the program installs is read before it is in force
  * (ef_seccomp_set), so a use asks the kernel nothing. The probe is a raw
  * system call, no cancellation point: nothing stays "probing" for a thread
@@ -227,8 +317,8 @@ EF_WAIT_PATH int ef_pwait2_usable(int trust)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
 	if (s == EF_PW2_OK)
-		return 1;
-	if (s != EF_PW2_UNKNOWN)
+		return ef_filters_seen();
+	if (s != EF_PW2_UNKNOWN || !ef_filters_seen()) /* no probe a filter unread could kill */
 		return 0;
 	int expected = EF_PW2_UNKNOWN;
 	if (!atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
@@ -244,6 +334,9 @@ EF_WAIT_PATH int ef_pwait2_usable(int trust)
 
 void ef_pwait2_after_fork(void)
 {
+	/* The forking thread's status file is the parent's: the child's own,
+	 * whose filters are the same, is opened at its next check. */
+	ef_filters_thread_gone();
 	/* The prober was another thread, which the child does not have. */
 	int probing = EF_PW2_PROBING;
 	atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_UNKNOWN);

@@ -132,6 +132,17 @@ int ef_pwait2_usable(int trust);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);
+/* Whether the library reads every filter before it is in force (preloaded),
+ * read in the constructor; when not (loaded with dlopen), the filter count at
+ * that time. */
+void ef_filters_init(void);
+/* 1 when no filter is in force that the library has not read: always when
+ * preloaded; loaded with dlopen, when the calling thread's filter count is
+ * what it was at start. Otherwise it denies every call of the library for
+ * good (sandbox.h) and answers 0. */
+int ef_filters_seen(void);
+/* The calling thread's status file, kept open for ef_filters_seen, is closed. */
+void ef_filters_thread_gone(void);
 /* In a fork child: a probe another thread had under way starts again. */
 void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */

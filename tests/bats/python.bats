@@ -141,3 +141,15 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$EPOLLFIX_LIB" "$exact_py"
 	assert_success
 	awk -v x="$(sed -n 's/extra_ms=//p' <<<"$output")" 'BEGIN { exit !(x <= 1.0) }' || fail "$output"
 }
+
+@test "python: epollfix.enable() survives a seccomp filter installed later through libc that kills epoll_pwait2 or prctl" {
+	for what in pwait2 prctl; do
+		run --separate-stderr env EPOLLFIX_STATS=1 "$vpy" "$EPOLLFIX_SRC/tests/progs/py_late_filter.py" "$EPOLLFIX_LIB" "$what"
+		[ "$status" -eq 0 ] || fail "$what: rc $status: $output $stderr"
+		assert_output "active=1 woke=1"
+		# The sleeps before the filter were exact; after it, the library
+		# says why it stopped.
+		grep -q '] hinted: [1-9][0-9]* ' <<<"$stderr" || fail "$what: no exact waits: $stderr"
+		grep -q 'could not read first' <<<"$stderr" || fail "$what: no reason given: $stderr"
+	done
+}

@@ -97,3 +97,20 @@ SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
 	assert_success
 	grep -q 'unknown content was in force at start' <<<"$stderr" || fail "$stderr"
 }
+
+@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2 or prctl" {
+	# musl's dlopen refuses a library with initial-exec TLS, as this one's is.
+	need_glibc
+	local vias=(prctl syscall)
+	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
+	for what in pwait2 prctl; do
+		for via in "${vias[@]}"; do
+			run "$EPOLLFIX_PROGS/ef-dl-filter" "$EPOLLFIX_LIB" "$what" "$via" 20
+			[ "$status" -eq 0 ] || fail "$what through $via: rc $status: $output"
+			# Exact before the filter (the library used epoll_pwait2 and its
+			# slack), none after; the byte written was found.
+			[ "$(field before_exact)" -gt 0 ] || fail "$what through $via: $output"
+			assert_output --partial "after_exact=0 found=1"
+		done
+	done
+}
