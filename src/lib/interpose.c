@@ -106,6 +106,19 @@ void ef_interpose_after_fork(void)
 	ef_stats_after_fork(tls.slot);
 }
 
+/* fork() copies one thread: a lock, an odd seq, a probe or a read of the
+ * environment that another thread had under way would stay so forever in the
+ * child, and the counts would be the parent's. The atfork handler
+ * (lifecycle.c), and the calls that make a process without running it
+ * (syscall(SYS_clone...) below, clone() in spawn.c), run this in the child. */
+void ef_interpose_child(void)
+{
+	ef_state_after_fork();
+	ef_pwait2_after_fork();
+	ef_interpose_after_fork();
+	ef_ration_after_fork();
+}
+
 /* After the slow path: may the thread's next call take the fast path? It calls
  * the real functions without checking that they are resolved. */
 static void fast_again(void)
@@ -672,6 +685,41 @@ EXPORT int prctl(int option, ...)
 	return ef_real_prctl()(option, a[0], a[1], a[2], a[3]);
 }
 
+#define CLONE_VM_ 0x100 /* <sched.h>'s CLONE_VM: the child shares this memory */
+
+/* Would the child of this raw call have its own copy of memory? A child that
+ * shares it (CLONE_VM: a thread, vfork) may run on this very stack: the call
+ * must then be a tail call, as libc's syscall() is, and no reset of the
+ * parent's state may run. clone3's arguments are read only where the kernel
+ * would read them (a struct of at least its first version's 64 bytes). */
+static int own_memory(long number, const long a[6])
+{
+	if (number == SYS_clone)
+		return !((unsigned long)a[0] & CLONE_VM_);
+	if (number == SYS_clone3)
+		return a[0] && (unsigned long)a[1] >= 64 && !(*(const uint64_t *)a[0] & CLONE_VM_);
+#ifdef SYS_fork
+	return number == SYS_fork;
+#else
+	return 0;
+#endif
+}
+
+/* A process made by a raw system call, with its own memory: the program's
+ * own slack first (spawn.c), and in the child, which no atfork handler
+ * reaches, what the fork handler does. */
+static __attribute__((noinline, cold)) long raw_fork(long number, const long a[6])
+{
+	ef_interpose_before_fork();
+	long r = ef_real_syscall()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (r == 0) {
+		int saved = errno;
+		ef_interpose_child();
+		errno = saved;
+	}
+	return r;
+}
+
 /* Six arguments are read whatever the caller passed, as libc's own syscall()
  * reads six registers: past a short call's last one, va_arg reads the
  * caller's stack, which AddressSanitizer would call an overflow. */
@@ -689,8 +737,11 @@ EXPORT long syscall(long number, ...)
 	va_end(ap);
 	/* A process or thread made here starts with the program's own slack
 	 * (spawn.c). */
-	if (__builtin_expect(number == SYS_clone || number == SYS_clone3 || SYS_FORK_NR(number), 0))
+	if (__builtin_expect(number == SYS_clone || number == SYS_clone3 || SYS_FORK_NR(number), 0)) {
+		if (own_memory(number, a))
+			return raw_fork(number, a);
 		ef_interpose_before_fork();
+	}
 	if (__builtin_expect(number == SYS_seccomp, 0))
 		return seccomp_request(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
 	if (__builtin_expect(number == SYS_prctl, 0)) {

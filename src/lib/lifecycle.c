@@ -11,17 +11,6 @@
 #include "state.h"
 #include "stats.h"
 
-/* fork() copies one thread: a lock, an odd seq, a probe or a read of the
- * environment that another thread had under way would stay so forever in the
- * child. */
-static void after_fork_child(void)
-{
-	ef_state_after_fork();
-	ef_pwait2_after_fork();
-	ef_interpose_after_fork();
-	ef_ration_after_fork();
-}
-
 __attribute__((constructor)) static void epollfix_init(void)
 {
 	ef_state_load();
@@ -30,7 +19,7 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_recognize_init();
 	ef_live_init();
 	ef_interpose_init();
-	pthread_atfork(ef_interpose_before_fork, NULL, after_fork_child);
+	pthread_atfork(ef_interpose_before_fork, NULL, ef_interpose_child);
 }
 
 __attribute__((destructor)) static void epollfix_fini(void)

@@ -50,6 +50,18 @@ EXPORT FILE *popen(const char *command, const char *mode)
 	return ef_real_popen()(command, mode);
 }
 
+/* A child of its own memory starts in child_start, which does what the fork
+ * handler would and then runs the program's function. The function is found
+ * in the child's copy of this thread's memory; a child that shares it
+ * (CLONE_VM) starts in the program's function itself. */
+static __thread int (*child_fn)(void *);
+
+static int child_start(void *arg)
+{
+	ef_interpose_child();
+	return child_fn(arg);
+}
+
 /* The three optional arguments are passed on whatever the flags: libc's
  * clone reads only those its flags name. */
 EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
@@ -60,6 +72,10 @@ EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	     *child_tid = va_arg(ap, void *);
 	va_end(ap);
 	ef_interpose_before_fork();
+	if (!(flags & CLONE_VM) && fn) {
+		child_fn = fn;
+		fn = child_start;
+	}
 	return ef_real_clone()(fn, stack, flags, arg, parent_tid, tls, child_tid);
 }
 

@@ -118,6 +118,10 @@ void ef_interpose_before_fork(void);
 void ef_interpose_init(void);
 /* In a fork child: the counts start again, and only this thread keeps a slot. */
 void ef_interpose_after_fork(void);
+/* In a child with its own copy of memory, made by fork() or a call that runs
+ * no atfork handler: every part's after-fork reset (ef_state_after_fork,
+ * ef_pwait2_after_fork, ef_interpose_after_fork, ef_ration_after_fork). */
+void ef_interpose_child(void);
 
 /* Fills the status block's addresses and build id, then marks it ready
  * (constructor; block.c). */

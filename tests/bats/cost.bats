@@ -57,6 +57,15 @@ setup() {
 	done
 }
 
+@test "fork: a child made by syscall(SYS_clone), syscall(SYS_clone3) or libc's clone counts its own calls, as a fork child does" {
+	for way in fork clone clone3 libc-clone; do
+		run preload "$EPOLLFIX_PROGS/ef-raw-clone" "$way" 20
+		assert_success
+		# Its three polls, not the parent's twenty waits before them.
+		assert_output "child_calls=3"
+	done
+}
+
 @test "seccomp: a kill filter installed after start-up through prctl, syscall(SYS_seccomp) or libseccomp never kills" {
 	local vias=(prctl syscall)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
