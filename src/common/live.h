@@ -22,7 +22,7 @@
 #define EF_LIVE_SECTION "epollfix_live"
 #define EF_LIVE_MAGIC "epollfix status"      /* 15 characters and a NUL */
 #ifndef EF_LIVE_LAYOUT /* a test builds a library of another layout */
-#define EF_LIVE_LAYOUT 3
+#define EF_LIVE_LAYOUT 4
 #endif
 
 /* ---- The slots and their keys ---------------------------------------------- */
@@ -87,11 +87,13 @@ enum {
 	EF_K_HINT_STALE, /* hints dropped: the call's timeout did not fit them */
 	EF_K_THREADS,    /* threads that took the slot (the shared one: that shared it) */
 	EF_K_RATIONED,   /* waits left as asked: the wake-ups added hit EPOLLFIX_MAX_EXTRA */
-	/* Empty zero-timeout polls, whatever their outcome, by function
-	 * (EF_K_EMPTY + call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is
-	 * never written, it is these less the other outcomes. */
+	/* Empty zero-timeout polls passed through, by function (EF_K_EMPTY +
+	 * call): the key (call, EF_T_ZERO_EMPTY, EF_O_PASSED) is never written,
+	 * it is this one. */
 	EF_K_EMPTY,
-	EF_K_STREAK_MARK = EF_K_EMPTY + EF_CALL_COUNT, /* the empty polls when the streak began */
+	/* The empty polls passed through when the streak began, less the other
+	 * empty polls of the streak (modulo 2^64: ef_stats_count). */
+	EF_K_STREAK_MARK = EF_K_EMPTY + EF_CALL_COUNT,
 	EF_K_LATE,                                  /* EF_K_LATE + bucket: lateness */
 	EF_K_LATE_NS = EF_K_LATE + EF_LATE_BUCKETS, /* their lateness summed, in ns */
 	/* EF_K_SITES + row * EF_SC_COUNT + counter: the call sites' counters, per

@@ -4,22 +4,24 @@
 
 void ef_slot_read(const struct ef_slot *s, int shared, uint64_t out[EF_K_COUNT])
 {
-	/* The outcomes with acquire, the totals after (ef_stats_count writes them
-	 * first), so the difference is never negative. */
+	uint64_t others = 0;
 	for (unsigned k = 0; k < EF_K_COUNT; k++)
-		out[k] = atomic_load_explicit(&s->c[k], memory_order_acquire);
+		out[k] = atomic_load_explicit(&s->c[k], memory_order_relaxed);
 	for (unsigned call = 0; call < EF_CALL_COUNT; call++) {
-		uint64_t all = atomic_load_explicit(&s->c[EF_K_EMPTY + call], memory_order_relaxed);
-		uint64_t other = 0;
+		/* Each counter is written on its own (ef_stats_count): none is a
+		 * difference of two, which a read between their writes could see
+		 * larger than a later read. */
+		out[ef_key(call, EF_T_ZERO_EMPTY, EF_O_PASSED)] = out[EF_K_EMPTY + call];
 		for (unsigned o = 0; o < EF_O_COUNT; o++)
-			other += o == EF_O_PASSED ? 0 : out[ef_key(call, EF_T_ZERO_EMPTY, o)];
-		out[ef_key(call, EF_T_ZERO_EMPTY, EF_O_PASSED)] = all > other ? all - other : 0;
-		out[EF_K_EMPTY + call] = all;
+			others += o == EF_O_PASSED ? 0 : out[ef_key(call, EF_T_ZERO_EMPTY, o)];
 	}
+	/* The streak under way: the mark moves back for each empty poll that was
+	 * not passed through, so the difference is taken modulo 2^64; a mark
+	 * read with a count of another moment gives no more than the polls. */
 	uint64_t now = out[EF_K_EMPTY + EF_CALL_WAIT] + out[EF_K_EMPTY + EF_CALL_PWAIT];
-	if (!shared && now >= out[EF_K_STREAK_MARK] &&
-	    now - out[EF_K_STREAK_MARK] > out[EF_K_LONGEST_STREAK])
-		out[EF_K_LONGEST_STREAK] = now - out[EF_K_STREAK_MARK];
+	uint64_t run = now - out[EF_K_STREAK_MARK];
+	if (!shared && run <= now + others && run > out[EF_K_LONGEST_STREAK])
+		out[EF_K_LONGEST_STREAK] = run;
 }
 
 void ef_stats_sum_slots(const struct ef_slot *slots, size_t nslots, struct ef_totals *t)

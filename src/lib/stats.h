@@ -2,9 +2,10 @@
  * Each thread owns a slot it alone writes (plain loads and stores, no locked
  * instructions on the wait path); the report sums the slots. A call costs one
  * increment, of the counter keyed by (function, timeout class, outcome), but
- * for an empty zero-timeout poll: that one increments the slot's count of
- * empty polls, whose run since the streak mark is the thread's busy-loop
- * streak, and the count by outcome is derived (ef_slot_read). */
+ * for an empty zero-timeout poll passed through: that one increments the
+ * slot's count of such polls, which is the key (function, empty zero, passed)
+ * (ef_slot_read); their run since the streak mark is the thread's busy-loop
+ * streak. */
 #ifndef EPOLLFIX_STATS_H
 #define EPOLLFIX_STATS_H
 
@@ -101,22 +102,25 @@ static inline void ef_stats_late(struct ef_slot *s, int64_t late_ns)
 void ef_stats_streak_end(struct ef_slot *s);
 
 /* Wait path: one call's outcome. For a non-zero timeout the result does not
- * matter, so it may be counted first. */
+ * matter, so it may be counted first. An empty zero-timeout poll is one
+ * store of one counter, whatever its outcome, so that no reader ever sees a
+ * count that a later look finds smaller: passed through, the slot's count of
+ * empty polls; otherwise its outcome's key, and the streak's mark moves back
+ * one (modulo 2^64), so the streak counts it too. */
 static inline void ef_stats_count(struct ef_slot *s, enum ef_call call, int timeout_ms,
 				  int max_ms, enum ef_outcome o, int result)
 {
 	if (timeout_ms == 0 && result == 0) {
-		/* The total first: a reader that sees the outcome's count sees it. */
-		ef_stats_add(s, EF_K_EMPTY + call);
-		if (o != EF_O_PASSED) { /* released: a reader that sees it sees the total */
-			unsigned k = ef_key(call, EF_T_ZERO_EMPTY, o);
-			if (ef_stats_shared(s))
-				atomic_fetch_add_explicit(&s->c[k], 1, memory_order_release);
-			else
-				atomic_store_explicit(
-					&s->c[k], atomic_load_explicit(&s->c[k], memory_order_relaxed) + 1,
-					memory_order_release);
+		if (o == EF_O_PASSED) {
+			ef_stats_add(s, EF_K_EMPTY + call);
+			return;
 		}
+		ef_stats_add(s, ef_key(call, EF_T_ZERO_EMPTY, o));
+		if (!ef_stats_shared(s))
+			atomic_store_explicit(&s->c[EF_K_STREAK_MARK],
+					      atomic_load_explicit(&s->c[EF_K_STREAK_MARK],
+								   memory_order_relaxed) - 1,
+					      memory_order_relaxed);
 		return;
 	}
 	ef_stats_add(s, ef_key(call, ef_tclass_of(timeout_ms, max_ms, result), o));

@@ -198,3 +198,38 @@ Test(totals, lateness_sums_over_slots_and_names_its_quantiles)
 	ef_stats_sum_slots(slots, 3, &t);
 	cr_assert_eq(ef_late_quantile_us(&t, 990), UINT64_MAX, "the open bucket has no bound");
 }
+
+/* An empty zero-timeout poll is counted by one store, whatever its outcome: a
+ * reader between two stores would see a derived count that a later read finds
+ * smaller, which Prometheus takes for a reset. The streak counts them all. */
+Test(totals, an_empty_poll_is_one_store_and_every_count_only_grows)
+{
+	static struct ef_slot s;
+	uint64_t before[EF_K_COUNT], after[EF_K_COUNT], raw[EF_K_COUNT];
+	static const enum ef_outcome seq[] = { EF_O_CLAMPED, EF_O_CLAMPED, EF_O_PASSED, EF_O_GENUINE,
+					       EF_O_PASSED, EF_O_CLAMP_FELL_BACK };
+
+	memset(&s, 0, sizeof(s));
+	ef_slot_read(&s, 0, before);
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		memcpy(raw, (const void *)s.c, sizeof(raw));
+		ef_stats_count(&s, EF_CALL_WAIT, 0, 1, seq[i], 0);
+		unsigned changed = 0;
+		for (unsigned k = 0; k < EF_K_COUNT; k++)
+			changed += k != EF_K_STREAK_MARK &&
+				   raw[k] != atomic_load_explicit(&s.c[k], memory_order_relaxed);
+		cr_assert_eq(changed, 1, "poll %zu (outcome %d): %u counters written", i, seq[i], changed);
+		ef_slot_read(&s, 0, after);
+		for (unsigned k = 0; k < EF_K_COUNT; k++) /* all but the mark, which is no count */
+			cr_assert(k == EF_K_STREAK_MARK || after[k] >= before[k], "poll %zu: key %u went from %llu to %llu", i, k,
+				      (unsigned long long)before[k], (unsigned long long)after[k]);
+		cr_assert_eq(after[EF_K_LONGEST_STREAK], i + 1, "the streak under way");
+		memcpy(before, after, sizeof(before));
+	}
+	struct ef_totals t;
+	ef_stats_sum_slots(&s, 1, &t);
+	cr_assert_eq(t.empty_zero, 6);
+	cr_assert_eq(t.passed, 2 + 1, "passed through, and genuine");
+	cr_assert_eq(t.clamped, 3);
+	cr_assert_eq(t.longest_streak, 6, "the streak under way holds all six polls");
+}
