@@ -74,12 +74,15 @@ int epollfix_set(const char *word, char *err, size_t errlen);
  * thread only. The thread's next epoll_wait or epoll_pwait takes it when the
  * call's timeout is the time left to that deadline rounded up to whole
  * milliseconds (or one more, for the time the program took to get there):
- * then, up to EPOLLFIX_MAX_MS, the call waits with epoll_pwait2 until the
- * deadline, and a hint of whole milliseconds passes unchanged. A call that
- * does not fit the hint runs as if there were none, and the hint is dropped
- * and counted as stale. A call that returns EINTR keeps the hint for the
- * program's retry; any other return uses it up. When epoll_pwait2 is refused
- * the call runs with its own arguments, as always.
+ * then the call waits with epoll_pwait2 until the deadline, whatever its
+ * length (never past the call's own timeout, never before the deadline unless
+ * an event comes; a deadline already past makes it a poll), and a call whose
+ * timeout is the hint itself in whole milliseconds passes unchanged. A call
+ * that does not fit the hint runs as if there were none, and the hint is
+ * counted as stale. Either way the hint is that call's only, whatever it
+ * returns, EINTR included: a program that retries after a signal says its
+ * hint again (epollfix_epoll_wait_ns does, called again). When epoll_pwait2 is
+ * refused the call runs with its own arguments, as always.
  *
  * timeout_ns < 0 withdraws a hint that no call took. Returns 0. Costs one
  * clock read; never allocates, locks or blocks. */
@@ -88,8 +91,8 @@ int epollfix_hint_ns(int64_t timeout_ns);
 /* epoll_wait with an exact timeout in nanoseconds (negative: no timeout), for
  * programs that load the library with dlopen instead of LD_PRELOAD (their own
  * epoll_wait calls are then libc's): the hint above, then the library's
- * epoll_wait with the timeout rounded up to whole milliseconds. Errors and
- * errno are epoll_wait's. */
+ * epoll_wait with the timeout rounded up to whole milliseconds (INT_MAX at
+ * most; any int64_t is valid). Errors and errno are epoll_wait's. */
 int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxevents,
 			   int64_t timeout_ns);
 

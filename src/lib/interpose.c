@@ -45,7 +45,7 @@ static __thread struct {
 	/* The program's exact deadline for its next wait (epollfix_hint_ns), on
 	 * CLOCK_MONOTONIC; 0: none. While one is set every call takes the slow path. */
 	int64_t hint_deadline_ns;
-	int hint_whole; /* the hint was whole milliseconds: the call passes unchanged */
+	int64_t hint_ns; /* the hint as given: a call of exactly as many ms passes unchanged */
 	struct ef_site_row *row; /* the report's row of the call site counted last */
 	/* The configuration as this thread last copied it. A signal handler's
 	 * call may take a new copy under a call of the thread's own: that call
@@ -316,39 +316,56 @@ static unsigned caller_flags(enum ef_runtime rt)
 
 #define NOT_HINTED (-3) /* never a result of the real call, nor REFUSED */
 
+static __attribute__((noinline, cold)) void hint_debug_line(enum ef_call call, int epfd,
+							     int timeout, int64_t wait_ns, int r)
+{
+	ef_log(EF_LOG_DEBUG, "%s(epfd=%d, timeout=%dms) hinted: %s%s = %d",
+	       call == EF_CALL_WAIT ? "epoll_wait" : "epoll_pwait", epfd, timeout,
+	       wait_ns < 0 ? "passed through" : wait_ns == 0 ? "the deadline passed, a poll" : "to the deadline, ",
+	       wait_ns > 0 ? EF_DUR(wait_ns) : "",
+	       r);
+}
+
 /* A wait under a hint (epollfix_hint_ns): no guess, no policy. The call's
  * timeout must be the time left, rounded up to whole ms, or one more (the
  * program read its clock a little before ours): then it waits until the
- * deadline, or passes unchanged for a whole-ms hint, a timeout over MAX_MS or
- * none left. Otherwise the hint is stale: dropped, counted, and the call goes
- * to the policy as if there had been none. EINTR keeps the hint for the
- * program's retry, which recomputes its timeout from the same deadline. */
+ * deadline, whatever its length (never past the call's own timeout, which is
+ * at least the time left), or passes unchanged when its timeout is the hint
+ * itself in whole ms. Otherwise the hint is stale: dropped, counted, and the
+ * call goes to the policy as if there had been none. Either way the hint is
+ * this call's only, whatever it returns: EINTR too, for a program may give
+ * up after a signal (CPython does once its deadline has passed), and a
+ * program that retries says its hint again. */
 static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int maxevents,
 		       int timeout, const sigset_t *mask, const struct ef_config *c)
 {
-	int64_t left = tls.hint_deadline_ns - mono_ns();
+	int64_t hint = tls.hint_ns, deadline = tls.hint_deadline_ns, left = deadline - mono_ns();
+	tls.hint_deadline_ns = 0; /* before the wait: a signal handler's wait cannot take it */
 	if (left < 0)
 		left = 0;
-	int64_t fit = (left + NS_PER_MS - 1) / NS_PER_MS;
+	int64_t fit = left / NS_PER_MS + (left % NS_PER_MS != 0);
 
 	if (timeout != fit && timeout != fit + 1) {
-		tls.hint_deadline_ns = 0;
 		ef_stats_add(my_slot(), EF_K_HINT_STALE);
 		return NOT_HINTED;
 	}
 	/* A run the policy had open ends here: what it chased is not this. */
 	tls.policy.run.open = 0;
 	enum ef_outcome o = EF_O_HINTED;
-	int r = REFUSED, why = 0;
-	if (!tls.hint_whole && timeout <= c->max_ms) {
+	int r = REFUSED, why = 0, asked = timeout;
+	int64_t waited = -1;
+	if ((int64_t)timeout * NS_PER_MS != hint) {
 		if (left == 0) { /* the deadline has passed: a poll */
 			timeout = 0;
+			waited = 0;
 		} else {
 			if (ef_pwait2_usable((int)c->seccomp_trust)) {
 				slack_for_wait(c);
 				r = wait_fine(epfd, ev, maxevents, left, mask, &why);
+				if (r != REFUSED)
+					waited = left;
 				if (r == 0) /* timed out: how late after the program's deadline */
-					ef_stats_late(my_slot(), mono_ns() - tls.hint_deadline_ns);
+					ef_stats_late(my_slot(), mono_ns() - deadline);
 			}
 			if (r == REFUSED)
 				o = EF_O_UPGRADE_FELL_BACK;
@@ -361,10 +378,10 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			refused_then(why, r);
 	}
 	int err = errno;
-	if (!(r < 0 && err == EINTR))
-		tls.hint_deadline_ns = 0;
 	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, o, r);
 	fast_again();
+	if (ef_log_on(EF_LOG_DEBUG))
+		hint_debug_line(call, epfd, asked, waited, r);
 	errno = err;
 	return r;
 }
@@ -615,7 +632,7 @@ EXPORT int epollfix_hint_ns(int64_t timeout_ns)
 		int64_t now = mono_ns();
 		/* Never 0, which means none; far deadlines saturate. */
 		tls.hint_deadline_ns = timeout_ns < INT64_MAX - now ? now + timeout_ns : INT64_MAX;
-		tls.hint_whole = timeout_ns % NS_PER_MS == 0;
+		tls.hint_ns = timeout_ns;
 	}
 	/* Open or close the thread's fast path: a hinted call must reach the slow one. */
 	fast_again();
@@ -627,7 +644,8 @@ EXPORT int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxe
 {
 	if (timeout_ns <= 0)
 		return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, timeout_ns < 0 ? -1 : 0, NULL);
-	int64_t ms = (timeout_ns + NS_PER_MS - 1) / NS_PER_MS;
+	/* Rounded up without an addition that INT64_MAX would overflow. */
+	int64_t ms = timeout_ns / NS_PER_MS + (timeout_ns % NS_PER_MS != 0);
 	epollfix_hint_ns(timeout_ns);
 	return ef_wait(EF_CALL_WAIT, epfd, events, maxevents, ms < INT_MAX ? (int)ms : INT_MAX, NULL);
 }

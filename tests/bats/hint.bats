@@ -79,3 +79,45 @@ report_n() {
 	[ "$(field waits)" = 40 ] || fail "$output"
 	[ "$(report_n 'fell back')" = 40 ] || fail "$stderr"
 }
+
+@test "hint: a hint is its call's only: after EINTR past the deadline the thread's next wait does not take it" {
+	run preload "$EPOLLFIX_PROGS/ef-hint-edges" eintr
+	assert_success
+	assert_output "after_eintr_hinted=0"
+}
+
+@test "hint: a hint of 0 or 1 ns makes the 1 ms wait a poll, not a millisecond" {
+	run --separate-stderr preload EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-hint-edges" tiny
+	assert_success
+	assert_line "tiny_hinted=2"
+	[ "$(grep -c 'epoll_wait(epfd=[0-9]*, timeout=1ms) hinted: the deadline passed, a poll = 0$' <<<"$stderr")" = 2 ] ||
+		fail "$stderr"
+}
+
+@test "hint: epollfix_epoll_wait_ns near INT64_MAX is the longest wait, with no overflow (UBSan in scripts/sanitize)" {
+	run preload "$EPOLLFIX_PROGS/ef-hint-edges" huge
+	assert_success
+	assert_line "huge_result=5"
+	assert_line "huge_longer=5"
+	assert_line "huge_negative=0"
+}
+
+# hinted_to LOG US: how many of the debug lines in LOG say a hinted wait went to
+# epoll_pwait2 for between US-60 and US microseconds (the time from the hint to
+# the call is a few us; 60 covers a preempted one).
+hinted_to() {
+	awk -v us="$2" 'match($0, /hinted: to the deadline, [0-9.]+ms = 0$/) {
+		split(substr($0, RSTART + 25), a, "ms"); v = a[1] * 1000
+		if (v <= us && v > us - 60) n++ } END { print n + 0 }' <<<"$1"
+}
+
+@test "hint: hinted waits of any length go to the deadline: 1.5 ms and 10.3 ms through epoll_pwait2" {
+	for us in 1500 10300; do
+		run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us "$us" --count 20 --hint exact
+		assert_success
+		[ "$(field waits)" = 20 ] || fail "$us: $output"
+		[ "$(report_n hinted)" = 20 ] || fail "$us: $stderr"
+		[ "$(hinted_to "$stderr" "$us")" = 20 ] || fail "$us: not every wait went to the deadline: $stderr"
+		grep -q '^epollfix\[[0-9]*\] late after timeout: .*(20 waits)$' <<<"$stderr" || fail "$us: $stderr"
+	done
+}
