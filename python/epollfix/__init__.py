@@ -18,6 +18,7 @@ With the library preloaded, the exact waits are on from the interpreter's
 start (epollfix.pth); EPOLLFIX_PYTHON=off leaves them off.
 """
 import os
+import stat
 import sys
 import warnings
 
@@ -51,11 +52,25 @@ def enable(path=None):
     loaded here and the waits of select.epoll go through it, so its fallback,
     its report (EPOLLFIX_STATS) and `epollfix status` work as preloaded; the
     epoll calls of C extensions (uvloop, gevent's loops) are not reached.
-    Returns True when the exact waits are on."""
-    from . import _epollfix
+    Returns True when the exact waits are on in this interpreter (each
+    interpreter, the main one and every subinterpreter, calls it for its own);
+    else one RuntimeWarning says why, and False."""
+    try:
+        from . import _epollfix
+    except ImportError as e:
+        _enable_warn("the extension does not load in this interpreter (" + str(e) + ")")
+        return False
     if not _epollfix.preloaded():
         _epollfix.load(path or library_path())
-    return _epollfix.activate()
+    if _epollfix.activate():
+        return True
+    _enable_warn("this interpreter's select.epoll is missing or not CPython's own")
+    return False
+
+
+def _enable_warn(why):
+    warnings.warn("epollfix.enable(): " + why + "; its waits stay CPython's own",
+                  RuntimeWarning, stacklevel=3)
 
 
 def disable():
@@ -100,6 +115,26 @@ def _argv():
     return [sys.executable] + list(argv[1:])
 
 
+def _not_rerunnable():
+    """Why a new interpreter given the same command line would not run the
+    same program; None when it would. A script read from standard input (a
+    file redirected, a pipe, the interactive prompt) or from a pipe named on
+    the command line (/dev/stdin, a shell's <(...)) is used up: the new
+    interpreter would find nothing to run and exit at once."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 in ("-c", "-m"):  # the code, or the module to import, is on the command line
+        return None
+    if argv0 in ("", "-"):
+        return "the program was read from standard input, which a new interpreter cannot read again"
+    try:
+        mode = os.stat(argv0).st_mode
+    except OSError:
+        return "its script " + argv0 + " is not there to run again"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "its script " + argv0 + " is not a file (a pipe or a terminal): it cannot be read again"
+    return None
+
+
 def _warn(why):
     warnings.warn("epollfix.reexec(): " + why + "; running without the library",
                   RuntimeWarning, stacklevel=3)
@@ -115,6 +150,9 @@ def reexec():
     static or setuid interpreter, secure-execution mode, a path LD_PRELOAD
     cannot hold), it warns once and returns False rather than exec again:
     the environment carries EPOLLFIX_REEXEC=1 across the exec for that.
+    It re-executes only a program the new interpreter can run again: -c, -m
+    or a script file; a program read from standard input (`python < app.py`,
+    a pipe) or from a pipe it names gets one warning and False instead.
     """
     global _decided
     if _decided is not None:
@@ -130,6 +168,10 @@ def reexec():
         _warn("the library is still not loaded after re-executing with LD_PRELOAD=" + lib +
               ": the dynamic loader refused it (its message is above, if any) or ignored"
               " LD_PRELOAD (a static or setuid interpreter, secure-execution mode)")
+        return False
+    why = _not_rerunnable()
+    if why:
+        _warn(why)
         return False
     if not sys.executable:
         _warn("this interpreter does not know its own executable (sys.executable)")

@@ -14,8 +14,9 @@
  * makes the waits itself through epollfix_epoll_wait_ns (a dlopen'd library
  * cannot interpose CPython's epoll_wait).
  *
- * The patch is on the types of the interpreter that activates it (select's
- * types are per interpreter from 3.12); a subinterpreter keeps its own. */
+ * select's types are per interpreter (3.11 already has them), and so is this
+ * module (multi-phase initialisation, its state per module object): each
+ * interpreter patches its own select.epoll, and active() looks at its own. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -33,34 +34,72 @@ typedef int (*wait_ns_fn)(int, struct epoll_event *, int, int64_t);
 static hint_fn hint;       /* the library's, once found */
 static wait_ns_fn wait_ns; /* set by enable(): this module makes the waits */
 
-static PyTypeObject *epoll_type;
-static PyMethodDef *orig_poll; /* CPython's, kept from the type's descriptor */
-static PyObject *poll_descr;   /* the descriptor that was there */
-static PyObject *selector_cls, *orig_select;
+/* CPython's poll: the select module's one static definition, the same in
+ * every interpreter (each makes its own type of it). */
+static PyMethodDef *orig_poll;
+
+/* What this module's activate() changed in its own interpreter. */
+struct ef_state {
+	PyObject *epoll_type, *poll_descr; /* the type, and the descriptor that was there */
+	PyObject *selector_cls, *orig_select;
+};
+
+static struct ef_state *state_of(PyObject *mod)
+{
+	return (struct ef_state *)PyModule_GetState(mod);
+}
+
+/* select.epoll's instance as selectmodule.c lays it out (unchanged since 3.3):
+ * its descriptor is read as CPython's own poll reads it, so a subclass that
+ * overrides fileno() changes nothing. */
+typedef struct {
+	PyObject_HEAD
+	int epfd;
+} ef_epoll;
+
+/* CPython's own conversion of a timeout object to nanoseconds: its errors,
+ * its messages, its rounding (away from zero: a timeout never shortens).
+ * 3.13 moved the declaration to the internal headers; the function is still
+ * exported, for CPython's own extension modules. */
+#if PY_VERSION_HEX >= 0x030D0000
+typedef PyTime_t ef_time_t;
+PyAPI_FUNC(int) _PyTime_FromSecondsObject(PyTime_t *t, PyObject *obj, int round);
+#define EF_ROUND_TIMEOUT 3 /* _PyTime_ROUND_TIMEOUT, = _PyTime_ROUND_UP */
+#else
+typedef _PyTime_t ef_time_t;
+#define EF_ROUND_TIMEOUT _PyTime_ROUND_TIMEOUT
+#endif
 
 /* The exact timeout EpollSelector.select was given, for the poll it makes
  * next on this thread with that timeout rounded up; NAN: none. */
 static _Thread_local double select_exact = NAN;
 
-/* seconds -> ns for a finite positive timeout the library may take; -1 else. */
+/* The selector's exact timeout when the poll's, seconds, is its rounding up
+ * to whole ms (EpollSelector.select gave poll that); else t, its ns. */
+static int64_t unrounded(PyObject *seconds, ef_time_t t)
+{
+	if (isnan(select_exact) || !(select_exact > 0) || !PyFloat_CheckExact(seconds) ||
+	    ceil(select_exact * 1e3) * 1e-3 != PyFloat_AS_DOUBLE(seconds))
+		return t;
+	double ns = ceil(select_exact * 1e9);
+	return ns >= 1 && ns <= (double)t ? (int64_t)ns : t;
+}
+
+/* ns for a positive timeout the library may take (at least 1: a timeout
+ * finer than a nanosecond is still a deadline, not none); -1 else, and for
+ * any timeout CPython's poll will refuse, which it then does itself. */
 static int64_t exact_ns(PyObject *timeout)
 {
-	double t;
-	if (PyFloat_CheckExact(timeout))
-		t = PyFloat_AS_DOUBLE(timeout);
-	else if (PyLong_CheckExact(timeout))
-		t = PyLong_AsDouble(timeout);
-	else
+	ef_time_t t;
+	if (!PyFloat_CheckExact(timeout) && !PyLong_CheckExact(timeout))
 		return -1;
-	if (t == -1.0 && PyErr_Occurred()) {
+	if (_PyTime_FromSecondsObject(&t, timeout, EF_ROUND_TIMEOUT) < 0) {
 		PyErr_Clear();
 		return -1;
 	}
-	if (!(t > 0) || t > 9.0e9) /* NaN, <= 0, or past int64 ns */
+	if (t <= 0 || t / 1000000 + (t % 1000000 != 0) > INT_MAX)
 		return -1;
-	if (!isnan(select_exact) && ceil(select_exact * 1e3) * 1e-3 == t)
-		t = select_exact; /* the selector's rounding undone */
-	return llround(t * 1e9);
+	return unrounded(timeout, t);
 }
 
 /* poll(timeout=None, maxevents=-1): the timeout argument, or NULL. */
@@ -76,23 +115,29 @@ static PyObject *timeout_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *
 }
 
 static PyObject *poll_own(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-			  PyObject *kwnames, int64_t ns);
+			  PyObject *kwnames);
+
+static PyObject *call_orig(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+			   PyObject *kwnames)
+{
+	return ((_PyCFunctionFastWithKeywords)(void (*)(void))orig_poll->ml_meth)(self, args, nargs,
+										   kwnames);
+}
 
 static PyObject *poll_exact(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 			    PyObject *kwnames)
 {
-	PyObject *t = timeout_arg(args, nargs, kwnames);
-	int64_t ns = t ? exact_ns(t) : -1;
 	if (wait_ns)
-		return poll_own(self, args, nargs, kwnames, ns);
-	if (ns < 0 || !hint)
-		return ((_PyCFunctionFastWithKeywords)(void (*)(void))orig_poll->ml_meth)(self, args,
-											  nargs, kwnames);
+		return poll_own(self, args, nargs, kwnames);
+	PyObject *t = timeout_arg(args, nargs, kwnames);
+	int64_t ns = t && hint ? exact_ns(t) : -1;
+	if (ns < 0)
+		return call_orig(self, args, nargs, kwnames);
 	hint(ns);
-	PyObject *r = ((_PyCFunctionFastWithKeywords)(void (*)(void))orig_poll->ml_meth)(self, args,
-										 nargs, kwnames);
-	if (!r) /* it raised before a wait took the hint, or during EINTR's retry */
-		hint(-1);
+	PyObject *r = call_orig(self, args, nargs, kwnames);
+	/* The hint is this call's only, whatever became of it: the library takes
+	 * it at the first wait, and an error before any wait leaves it here. */
+	hint(-1);
 	return r;
 }
 
@@ -125,12 +170,14 @@ static int64_t mono_ns(void)
 }
 
 static PyObject *poll_own(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-			  PyObject *kwnames, int64_t exact)
+			  PyObject *kwnames)
 {
 	static const char *const names[] = { "timeout", "maxevents" };
 	PyObject *given[2] = { Py_None, NULL };
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
 
+	/* In CPython's order: the arguments (argument clinic converts maxevents),
+	 * then a closed epoll, then the timeout, then maxevents' value. */
 	if (nargs > 2)
 		return PyErr_Format(PyExc_TypeError, "poll() takes at most 2 arguments (%zd given)",
 				    nargs + nkw);
@@ -151,34 +198,35 @@ static PyObject *poll_own(PyObject *self, PyObject *const *args, Py_ssize_t narg
 					    k);
 		given[j] = args[nargs + i];
 	}
+	int maxevents = -1;
+	if (given[1] && as_int(given[1], &maxevents) != 0)
+		return NULL;
+	int epfd = ((ef_epoll *)self)->epfd;
+	if (epfd < 0)
+		return PyErr_Format(PyExc_ValueError, "I/O operation on closed epoll object");
+	ef_time_t t = -1;
 	int64_t ns = -1; /* forever */
 	if (given[0] != Py_None) {
-		double t = PyFloat_AsDouble(given[0]);
-		if (t == -1.0 && PyErr_Occurred()) {
+		if (_PyTime_FromSecondsObject(&t, given[0], EF_ROUND_TIMEOUT) < 0) {
 			if (PyErr_ExceptionMatches(PyExc_TypeError))
 				PyErr_SetString(PyExc_TypeError,
 						"timeout must be an integer or None");
 			return NULL;
 		}
+		/* whole ms rounded up, as CPython's epoll_wait gets them */
+		int64_t ms = t / 1000000 + (t > 0 && t % 1000000 != 0);
+		if (ms < INT_MIN || ms > INT_MAX) {
+			PyErr_SetString(PyExc_OverflowError, "timeout is too large");
+			return NULL;
+		}
 		if (t >= 0) /* else forever, as CPython */
-			ns = exact >= 0 ? exact : t > 9.0e9 ? -1 : llround(ceil(t * 1e3) * 1e6);
+			ns = t > 0 ? unrounded(given[0], t) : 0;
 	}
-	int maxevents = -1;
-	if (given[1] && as_int(given[1], &maxevents) != 0)
-		return NULL;
 	if (maxevents == -1)
 		maxevents = FD_SETSIZE - 1;
 	else if (maxevents < 1)
 		return PyErr_Format(PyExc_ValueError, "maxevents must be greater than 0, got %d",
 				    maxevents);
-	PyObject *fileno = PyObject_CallMethod(self, "fileno", NULL);
-	if (!fileno)
-		return NULL;
-	int epfd;
-	int bad = as_int(fileno, &epfd);
-	Py_DECREF(fileno);
-	if (bad)
-		return NULL;
 	struct epoll_event *evs = PyMem_New(struct epoll_event, (size_t)maxevents);
 	if (!evs)
 		return PyErr_NoMemory();
@@ -195,10 +243,14 @@ static PyObject *poll_own(PyObject *self, PyObject *const *args, Py_ssize_t narg
 			PyMem_Free(evs);
 			return NULL;
 		}
-		if (ns >= 0) { /* the time left, as CPython's own retry */
+		/* PEP 475, as CPython's own: the time left, said exactly again (a
+		 * hint is one call's only), or none left: no events. */
+		if (ns >= 0) {
 			ns = deadline - mono_ns();
-			if (ns < 0)
-				ns = 0;
+			if (ns < 0) {
+				n = 0;
+				break;
+			}
 		}
 	}
 	if (n < 0) {
@@ -221,10 +273,10 @@ static PyObject *poll_own(PyObject *self, PyObject *const *args, Py_ssize_t narg
 
 /* ---- EpollSelector.select ---------------------------------------------------- */
 
-static PyObject *select_exact_fn(PyObject *unused, PyObject *const *args, Py_ssize_t nargs,
+/* Made with the selector's own select as its self, so it needs no state. */
+static PyObject *select_exact_fn(PyObject *orig_select, PyObject *const *args, Py_ssize_t nargs,
 				 PyObject *kwnames)
 {
-	(void)unused;
 	/* (self, timeout=None), positional or by keyword */
 	PyObject *t = nargs > 1 ? args[1] : NULL;
 	Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -243,32 +295,49 @@ static PyMethodDef select_def = { "select", (PyCFunction)(void (*)(void))select_
 
 /* ---- activate, deactivate, enable -------------------------------------------- */
 
+/* This interpreter's select.epoll (a new reference), and its poll's
+ * descriptor in *descr (borrowed; NULL when it is not a C method); NULL when
+ * there is no select.epoll (gevent's patch_select removes it). */
+static PyObject *epoll_type_here(PyMethodDescrObject **descr)
+{
+	*descr = NULL;
+	PyObject *select = PyImport_ImportModule("select");
+	PyObject *type = select ? PyObject_GetAttrString(select, "epoll") : NULL;
+	Py_XDECREF(select);
+	if (!type || !PyType_Check(type)) {
+		Py_XDECREF(type);
+		PyErr_Clear();
+		return NULL;
+	}
+	PyObject *d = PyDict_GetItemString(((PyTypeObject *)type)->tp_dict, "poll");
+	if (d && PyObject_TypeCheck(d, &PyMethodDescr_Type))
+		*descr = (PyMethodDescrObject *)d;
+	return type;
+}
+
 static PyObject *activate(PyObject *mod, PyObject *unused)
 {
-	(void)mod, (void)unused;
-	if (orig_poll)
+	(void)unused;
+	struct ef_state *st = state_of(mod);
+	if (st->poll_descr)
 		Py_RETURN_TRUE;
 	if (!hint)
 		hint = (hint_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "epollfix_hint_ns");
 	if (!hint && !wait_ns)
 		Py_RETURN_FALSE; /* no library: nothing to say it to */
-	PyObject *select = PyImport_ImportModule("select");
-	if (!select)
-		return NULL;
-	PyObject *type = PyObject_GetAttrString(select, "epoll");
-	Py_DECREF(select);
-	if (!type) { /* no epoll here (gevent's patch_select removes it) */
-		PyErr_Clear();
+	PyMethodDescrObject *descr;
+	PyObject *type = epoll_type_here(&descr);
+	if (!type)
+		Py_RETURN_FALSE;
+	PyMethodDef *orig = descr ? descr->d_method : NULL;
+	if (!orig || orig == &poll_def || orig->ml_flags != (METH_FASTCALL | METH_KEYWORDS) ||
+	    (orig_poll && orig->ml_meth != orig_poll->ml_meth)) {
+		Py_DECREF(type);
+		/* not the poll this was written for, or one this module did not
+		 * patch and cannot put back */
 		Py_RETURN_FALSE;
 	}
-	PyObject *d = PyType_Check(type) ? PyDict_GetItemString(((PyTypeObject *)type)->tp_dict, "poll")
-					 : NULL;
-	if (!d || !PyObject_TypeCheck(d, &PyMethodDescr_Type) ||
-	    ((PyMethodDescrObject *)d)->d_method->ml_flags != (METH_FASTCALL | METH_KEYWORDS)) {
-		Py_DECREF(type);
-		Py_RETURN_FALSE; /* not the poll this was written for */
-	}
-	PyMethodDef *orig = ((PyMethodDescrObject *)d)->d_method;
+	PyObject *d = (PyObject *)descr;
 	poll_def.ml_doc = orig->ml_doc;
 	PyObject *mine = PyDescr_NewMethod((PyTypeObject *)type, &poll_def);
 	Py_INCREF(d);
@@ -279,7 +348,8 @@ static PyObject *activate(PyObject *mod, PyObject *unused)
 		return NULL;
 	}
 	Py_DECREF(mine);
-	epoll_type = (PyTypeObject *)type, orig_poll = orig, poll_descr = d;
+	orig_poll = orig;
+	st->epoll_type = type, st->poll_descr = d;
 
 	/* selectors.EpollSelector.select, when there is one to wrap. */
 	PyObject *selectors = PyImport_ImportModule("selectors");
@@ -287,11 +357,11 @@ static PyObject *activate(PyObject *mod, PyObject *unused)
 	PyObject *fn = cls ? PyObject_GetAttrString(cls, "select") : NULL;
 	Py_XDECREF(selectors);
 	if (fn && PyFunction_Check(fn)) {
-		PyObject *c = PyCFunction_New(&select_def, NULL);
+		PyObject *c = PyCFunction_New(&select_def, fn);
 		PyObject *m = c ? PyInstanceMethod_New(c) : NULL;
 		Py_XDECREF(c);
 		if (m && PyObject_SetAttrString(cls, "select", m) == 0) {
-			selector_cls = cls, orig_select = fn;
+			st->selector_cls = cls, st->orig_select = fn;
 			cls = fn = NULL;
 		}
 		Py_XDECREF(m);
@@ -304,29 +374,31 @@ static PyObject *activate(PyObject *mod, PyObject *unused)
 
 static PyObject *deactivate(PyObject *mod, PyObject *unused)
 {
-	(void)mod, (void)unused;
-	if (selector_cls) {
-		PyObject_SetAttrString(selector_cls, "select", orig_select);
-		Py_CLEAR(selector_cls);
-		Py_CLEAR(orig_select);
+	(void)unused;
+	struct ef_state *st = state_of(mod);
+	if (st->selector_cls) {
+		PyObject_SetAttrString(st->selector_cls, "select", st->orig_select);
+		Py_CLEAR(st->selector_cls);
+		Py_CLEAR(st->orig_select);
 	}
-	if (orig_poll) {
-		PyObject_SetAttrString((PyObject *)epoll_type, "poll", poll_descr);
-		Py_CLEAR(poll_descr);
-		Py_CLEAR(epoll_type);
-		orig_poll = NULL;
+	if (st->poll_descr) {
+		PyObject_SetAttrString(st->epoll_type, "poll", st->poll_descr);
+		Py_CLEAR(st->poll_descr);
+		Py_CLEAR(st->epoll_type);
 	}
-	wait_ns = NULL;
 	PyErr_Clear();
 	Py_RETURN_NONE;
 }
 
-/* enable(path): the library at path, loaded here, makes this module's waits. */
+/* enable(path): the library at path, loaded here, makes this module's waits
+ * (in every interpreter: the library is the process's). */
 static PyObject *load(PyObject *mod, PyObject *path)
 {
 	(void)mod;
-	if (hint && !wait_ns && dlsym(RTLD_DEFAULT, "epollfix_hint_ns"))
+	if (!wait_ns && dlsym(RTLD_DEFAULT, "epollfix_hint_ns"))
 		Py_RETURN_FALSE; /* preloaded: its epoll_wait is already the one */
+	if (wait_ns)
+		Py_RETURN_TRUE;
 	PyObject *bytes;
 	if (!PyUnicode_FSConverter(path, &bytes))
 		return NULL;
@@ -350,10 +422,15 @@ static PyObject *preloaded(PyObject *mod, PyObject *unused)
 	return PyBool_FromLong(dlsym(RTLD_DEFAULT, "epollfix_hint_ns") != NULL);
 }
 
+/* Whether this interpreter's select.epoll.poll is the integration's. */
 static PyObject *active(PyObject *mod, PyObject *unused)
 {
 	(void)mod, (void)unused;
-	return PyBool_FromLong(orig_poll != NULL);
+	PyMethodDescrObject *descr;
+	PyObject *type = epoll_type_here(&descr);
+	int on = type && descr && descr->d_method == &poll_def;
+	Py_XDECREF(type);
+	return PyBool_FromLong(on);
 }
 
 static PyMethodDef methods[] = {
@@ -364,18 +441,53 @@ static PyMethodDef methods[] = {
 	{ "load", load, METH_O,
 	  "Load the library at PATH here and make the waits through it (no preload)." },
 	{ "preloaded", preloaded, METH_NOARGS, "True when a libepollfix is in the process's scope." },
-	{ "active", active, METH_NOARGS, "True while activate() is in force." },
+	{ "active", active, METH_NOARGS,
+	  "True while this interpreter's select.epoll.poll is the integration's." },
 	{ NULL, NULL, 0, NULL },
+};
+
+static int mod_traverse(PyObject *mod, visitproc visit, void *arg)
+{
+	struct ef_state *st = state_of(mod);
+	Py_VISIT(st->epoll_type);
+	Py_VISIT(st->poll_descr);
+	Py_VISIT(st->selector_cls);
+	Py_VISIT(st->orig_select);
+	return 0;
+}
+
+static int mod_clear(PyObject *mod)
+{
+	struct ef_state *st = state_of(mod);
+	Py_CLEAR(st->epoll_type);
+	Py_CLEAR(st->poll_descr);
+	Py_CLEAR(st->selector_cls);
+	Py_CLEAR(st->orig_select);
+	return 0;
+}
+
+static void mod_free(void *mod)
+{
+	mod_clear((PyObject *)mod);
+}
+
+/* Nothing of one interpreter is shared with another: the C globals are the
+ * process's library and CPython's static poll definition. */
+static PyModuleDef_Slot slots[] = {
+#ifdef Py_mod_multiple_interpreters
+	{ Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED },
+#endif
+	{ 0, NULL },
 };
 
 static struct PyModuleDef module = {
 	PyModuleDef_HEAD_INIT, "epollfix._epollfix",
-	"Exact epoll timeouts from Python to libepollfix (see epollfix.enable).", -1, methods,
-	NULL, NULL, NULL, NULL,
+	"Exact epoll timeouts from Python to libepollfix (see epollfix.enable).",
+	sizeof(struct ef_state), methods, slots, mod_traverse, mod_clear, mod_free,
 };
 
 PyMODINIT_FUNC PyInit__epollfix(void);
 PyMODINIT_FUNC PyInit__epollfix(void)
 {
-	return PyModule_Create(&module);
+	return PyModuleDef_Init(&module);
 }

@@ -153,3 +153,156 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$EPOLLFIX_LIB" "$exact_py"
 		grep -q 'could not read first' <<<"$stderr" || fail "$what: no reason given: $stderr"
 	done
 }
+
+@test "python: every timeout CPython refuses is refused with its own error and message, with enable() and with the preload" {
+	# Each poll in a subprocess of its own, with a timeout: a wait that blocks
+	# for ever is a difference ("hung"), not a hung suite.
+	for how in enable preload; do
+		if [ "$how" = enable ]; then
+			run "$vpy" "$exact_py" bad_timeouts "$EPOLLFIX_LIB"
+		else
+			run preload "$vpy" "$exact_py" bad_timeouts
+		fi
+		assert_success
+		[ "${#lines[@]}" = 15 ] || fail "$how: $output"
+		! grep -v '=same (' <<<"$output" || fail "$how: $output"
+		assert_line "nan=same (ValueError: Invalid value NaN (not a number))"
+		assert_line "Decimal('0.001')=same (TypeError: timeout must be an integer or None)"
+		assert_line "closed:nan=same (ValueError: I/O operation on closed epoll object)"
+	done
+}
+
+@test "python: a hint is its poll's only: after a handler outlives the deadline the next C-level wait is not hinted" {
+	run preload "$vpy" "$exact_py" gives_up
+	assert_success
+	assert_line "poll=[] epoll_wait=0"
+	assert_line "after_hinted=0"
+}
+
+@test "python: poll(1.5e-11), under a nanosecond, is a hinted poll and not a millisecond, preloaded and with enable()" {
+	run --separate-stderr preload EPOLLFIX_LOG=debug "$vpy" -c 'import select; print(select.epoll().poll(1.5e-11))'
+	assert_success
+	grep -q 'timeout=1ms) hinted: the deadline passed, a poll = 0$' <<<"$stderr" || fail "$stderr"
+	run --separate-stderr env EPOLLFIX_LOG=debug "$vpy" -c '
+import epollfix, select, sys
+epollfix.enable(sys.argv[1])
+print(select.epoll().poll(1.5e-11))' "$EPOLLFIX_LIB"
+	assert_success
+	grep -q 'timeout=1ms) hinted: the deadline passed, a poll = 0$' <<<"$stderr" || fail "$stderr"
+}
+
+# subinterp_check: py_exact.py subinterp's output (in $output) says each
+# interpreter's 50 polls were all hinted, whichever enabled first.
+subinterp_check() {
+	assert_line "sub_enable=True"
+	assert_line "main_enable=True"
+	assert_line "main_active=True"
+	assert_line "sub_hinted=50"
+	assert_line "main_hinted=50"
+	assert_line "sub_again_hinted=50"
+}
+
+@test "python: each interpreter patches its own select.epoll: a subinterpreter's enable() first, then the main one's" {
+	run "$vpy" "$exact_py" subinterp "$EPOLLFIX_LIB"
+	assert_success
+	subinterp_check
+	run preload "$vpy" "$exact_py" subinterp
+	assert_success
+	subinterp_check
+}
+
+@test "python: each interpreter patches its own select.epoll on 3.12+ too (isolated subinterpreters, their own GIL)" {
+	# Another CPython than the suite's, if this machine has one (pyenv's, or
+	# python3.12+ on PATH): the extension built for it here, from the source.
+	local other="" p
+	for p in python3.14 python3.13 python3.12 $(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3; do
+		p=$(command -v "$p") || continue
+		"$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && other=$p && break
+	done
+	[ -n "$other" ] || skip "no CPython 3.12 or later here"
+	inc=$("$other" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+	[ -f "$inc/Python.h" ] || skip "no headers for $other"
+	suffix=$("$other" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+	site=$BATS_TEST_TMPDIR/site
+	mkdir -p "$site/epollfix"
+	cp "$EPOLLFIX_BUILD"/python/site/epollfix/*.py "$site/epollfix/"
+	cc -shared -fPIC -O2 -Wall -Werror -I"$inc" "$EPOLLFIX_SRC/python/epollfix/_epollfix.c" \
+		-o "$site/epollfix/_epollfix$suffix" -ldl
+	run env PYTHONPATH="$site" "$other" "$exact_py" subinterp "$EPOLLFIX_LIB"
+	assert_success
+	subinterp_check
+	run env PYTHONPATH="$site" "$other" "$exact_py" bad_timeouts "$EPOLLFIX_LIB"
+	assert_success
+	! grep -v '=same (' <<<"$output" || fail "$other: $output"
+}
+
+# deadline_lines STDERR US: the debug lines that say a hinted wait went to
+# epoll_pwait2 for between US-150 and US microseconds (asyncio's clock reads
+# and its turn take a few tens of us; 150 covers a preempted one).
+deadline_lines() {
+	awk -v us="$2" 'match($0, /hinted: to the deadline, [0-9.]+ms = 0$/) {
+		split(substr($0, RSTART + 25), a, "ms"); v = a[1] * 1000
+		if (v <= us && v > us - 150) n++ } END { print n + 0 }' <<<"$1"
+}
+
+@test "python: asyncio sleeps of 1.5 ms and 10.3 ms wait for their deadlines, preloaded and with enable()" {
+	for s in 1500 10300; do
+		run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$vpy" "$sleep_py" "${s}e-6" 20
+		assert_success
+		[ "$(deadline_lines "$stderr" "$s")" -ge 19 ] || fail "$s us: $stderr"
+		grep -q '] late after timeout: .*([1-9][0-9] waits)$' <<<"$stderr" || fail "$s us: $stderr"
+		run --separate-stderr env EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$vpy" -c '
+import epollfix, runpy, sys
+epollfix.enable(sys.argv[1])
+sys.argv = [sys.argv[2], sys.argv[3], "20"]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$EPOLLFIX_LIB" "$sleep_py" "${s}e-6"
+		assert_success
+		[ "$(deadline_lines "$stderr" "$s")" -ge 19 ] || fail "enable, $s us: $stderr"
+	done
+}
+
+@test "python: reexec() refuses a program read from standard input, and re-executes -c, -m and a script file" {
+	# The package as a wheel lays it out: the library in epollfix/_native.
+	site=$BATS_TEST_TMPDIR/site
+	mkdir -p "$site/epollfix/_native" "$BATS_TEST_TMPDIR/mods"
+	cp "$EPOLLFIX_BUILD"/python/site/epollfix/* "$site/epollfix/" 2>/dev/null || true
+	ln -s "$EPOLLFIX_LIB" "$site/epollfix/_native/libepollfix.so"
+	app=$BATS_TEST_TMPDIR/mods/reexec_app.py
+	cat >"$app" <<-'PY'
+		import epollfix
+		print(f"start loaded={epollfix.loaded()}", flush=True)
+		print(f"reexec={epollfix.reexec()}", flush=True)
+		print("ran to the end")
+	PY
+	export PYTHONPATH=$site
+	for how in redirect pipe dash; do
+		case $how in
+		redirect) run --separate-stderr "$vpy" <"$app" ;;
+		pipe) run --separate-stderr bash -c '"$1" <"$2" | cat' - "$vpy" "$app" ;;
+		dash) run --separate-stderr bash -c 'cat "$2" | "$1" -' - "$vpy" "$app" ;;
+		esac
+		assert_success
+		assert_equal "$(grep -c '^start ' <<<"$output")" 1
+		assert_line "reexec=False"
+		assert_line "ran to the end"
+		assert_equal "$(grep -c 'epollfix.reexec(): the program was read from standard input' <<<"$stderr")" 1
+	done
+	# A pipe named as the script (a shell's <(...)): used up as well.
+	run --separate-stderr bash -c 'cat "$2" | "$1" /dev/stdin' - "$vpy" "$app"
+	assert_success
+	assert_line "reexec=False"
+	assert_line "ran to the end"
+	grep -q 'epollfix.reexec(): its script /dev/stdin is not a file' <<<"$stderr" || fail "$stderr"
+	# What the new interpreter can run again is re-executed: two starts.
+	for how in script c m; do
+		case $how in
+		script) run "$vpy" "$app" ;;
+		c) run "$vpy" -c "$(cat "$app")" ;;
+		m) run env PYTHONPATH="$site:$BATS_TEST_TMPDIR/mods" "$vpy" -m reexec_app ;;
+		esac
+		assert_success
+		assert_equal "$(grep -c '^start ' <<<"$output")" 2
+		assert_line "reexec=True"
+		assert_line "ran to the end"
+	done
+}
