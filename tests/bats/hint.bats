@@ -121,3 +121,17 @@ hinted_to() {
 		grep -q '^epollfix\[[0-9]*\] late after timeout: .*(20 waits)$' <<<"$stderr" || fail "$us: $stderr"
 	done
 }
+
+@test "strace: a hinted 10.3 ms wait asks epoll_pwait2 for the time left, no epoll_wait of 11 ms" {
+	command -v strace >/dev/null || skip "no strace"
+	out="$BATS_TEST_TMPDIR/strace"
+	# strace itself is not preloaded: -E gives the library to the traced program only.
+	run strace -f -o "$out" -e trace=epoll_wait,epoll_pwait,epoll_pwait2 \
+		-E LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$EPOLLFIX_LIB" \
+		"$EPOLLFIX_PROGS/ef-sleep" --sleep-us 10300 --count 10 --hint exact
+	assert_success
+	# The time from the hint to the call is a few us; 100 covers a preempted one.
+	n=$(grep -c 'epoll_pwait2([0-9]*, \[\], [0-9]*, {tv_sec=0, tv_nsec=102[0-9][0-9][0-9][0-9][0-9]}' "$out" || true)
+	[ "$n" = 10 ] || fail "$n of 10 waits asked for the time left: $(cat "$out")"
+	! grep -Eq 'epoll_(p)?wait\([0-9]+, .*, 1[01]\)' "$out" || fail "a whole-ms wait: $(cat "$out")"
+}
