@@ -58,13 +58,16 @@ static int eintr_case(hint_fn hint, int ep)
 	sigaction(SIGALRM, &sa, NULL);
 
 	epoll_wait(ep, &ev, 1, 0); /* the library's first call, before the clock starts */
-	int64_t start = now_ns();
-	handler_until = start + 40000000; /* well past the hint's deadline */
-	struct itimerval it = { .it_value = { .tv_usec = 5000 } };
-	setitimer(ITIMER_REAL, &it, NULL);
-	hint(25500000);
-	int r = epoll_wait(ep, &ev, 1, 26);
-	int err = errno;
+	int r = 0, err = 0;
+	/* A machine so loaded that the signal comes before the wait began: again. */
+	for (int tries = 0; tries < 3 && !(r == -1 && err == EINTR); tries++) {
+		handler_until = now_ns() + 40000000; /* well past the hint's deadline */
+		struct itimerval it = { .it_value = { .tv_usec = 5000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		hint(25500000);
+		r = epoll_wait(ep, &ev, 1, 26);
+		err = errno;
+	}
 	if (!(r == -1 && err == EINTR)) {
 		printf("eintr=not interrupted r=%d\n", r);
 		return 1;
