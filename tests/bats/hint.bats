@@ -112,14 +112,16 @@ hinted_to() {
 		if (v <= us && v > us - 1000) n++ } END { print n + 0 }' <<<"$1"
 }
 
-@test "hint: hinted waits of any length go to the deadline: 1.5 ms and 10.3 ms through epoll_pwait2" {
-	for us in 1500 10300; do
-		run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us "$us" --count 20 --hint exact
+@test "hint: hinted waits of any length go to the deadline: 1.5 ms, 10.3 ms and 250.7 ms through epoll_pwait2" {
+	local us n
+	for us in 1500:20 10300:20 250700:4; do
+		n=${us#*:} us=${us%:*}
+		run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us "$us" --count "$n" --hint exact
 		assert_success
-		[ "$(field waits)" = 20 ] || fail "$us: $output"
-		[ "$(report_n hinted)" = 20 ] || fail "$us: $stderr"
-		[ "$(hinted_to "$stderr" "$us")" = 20 ] || fail "$us: not every wait went to the deadline: $stderr"
-		grep -q '^epollfix\[[0-9]*\] late after timeout: .*(20 waits)$' <<<"$stderr" || fail "$us: $stderr"
+		[ "$(field waits)" = "$n" ] || fail "$us: $output"
+		[ "$(report_n hinted)" = "$n" ] || fail "$us: $stderr"
+		[ "$(hinted_to "$stderr" "$us")" = "$n" ] || fail "$us: not every wait went to the deadline: $stderr"
+		grep -q "^epollfix\[[0-9]*\] late after timeout: .*($n waits)\$" <<<"$stderr" || fail "$us: $stderr"
 	done
 }
 
