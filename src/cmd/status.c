@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,34 @@ static int create_tmp(int dirfd, char *name, size_t size)
 	return -1;
 }
 
+/* Writes the metrics into a new file in dirfd, renamed over final. */
+static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
+				 const struct look *ls, size_t n)
+{
+	char tmp[64];
+	int fd = create_tmp(dirfd, tmp, sizeof(tmp));
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		fprintf(stderr, "epollfix: status: %s/.epollfix.prom.%ld: %s\n", dir, (long)getpid(),
+			strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dirfd, tmp, 0);
+		}
+		return -1;
+	}
+	ef_metrics_write(f, ls, n);
+	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+	/* rename replaces the name, never writes through it: a link planted
+	 * since the check above is replaced, not followed. */
+	if (fclose(f) != 0 || bad || renameat(dirfd, tmp, dirfd, final) != 0) {
+		fprintf(stderr, "epollfix: status: %s/%s: %s\n", dir, final, strerror(errno));
+		unlinkat(dirfd, tmp, 0);
+		return -1;
+	}
+	return 0;
+}
+
 /* The metrics to stdout, or to DIR/epollfix.prom through a new file in the
  * same directory renamed over it: a scrape never sees half a file. DIR may
  * belong to another user (node_exporter's): nothing there is followed or
@@ -113,7 +142,6 @@ static int write_metrics(const char *dir, const struct look *ls, size_t n)
 		return 0;
 	}
 	static const char final[] = "epollfix.prom";
-	char tmp[64];
 	struct stat st;
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
@@ -128,30 +156,18 @@ static int write_metrics(const char *dir, const struct look *ls, size_t n)
 		close(dirfd);
 		return -1;
 	}
-	int fd = create_tmp(dirfd, tmp, sizeof(tmp));
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		fprintf(stderr, "epollfix: status: %s/.epollfix.prom.%ld: %s\n", dir, (long)getpid(),
-			strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlinkat(dirfd, tmp, 0);
-		}
-		close(dirfd);
-		return -1;
-	}
-	ef_metrics_write(f, ls, n);
-	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-	/* rename replaces the name, never writes through it: a link planted
-	 * since the check above is replaced, not followed. */
-	if (fclose(f) != 0 || bad || renameat(dirfd, tmp, dirfd, final) != 0) {
-		fprintf(stderr, "epollfix: status: %s/%s: %s\n", dir, final, strerror(errno));
-		unlinkat(dirfd, tmp, 0);
-		close(dirfd);
-		return -1;
-	}
+	/* A stop (systemd's SIGTERM, Ctrl-C) while the temporary file exists
+	 * waits until it is renamed or removed: none is left behind. */
+	sigset_t stops, before;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &before);
+	int r = write_tmp_then_rename(dir, dirfd, final, ls, n);
+	sigprocmask(SIG_SETMASK, &before, NULL);
 	close(dirfd);
-	return 0;
+	return r;
 }
 
 /* The previous round's looks, for --watch's rates. */
