@@ -28,6 +28,22 @@ bg() {
 	echo "$started" >>"$pids_file"
 }
 
+# start_in_pid_ns [CMD...]: the timer loop with the library as pid 1 of a
+# pid namespace of its own, behind CMD (setpriv, say); sets host to its pid
+# here: unshare's one child, never another run's program of the same name.
+start_in_pid_ns() {
+	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
+		"$@" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local i
+	for i in $(seq 50); do
+		host=$(pgrep -P "$started" | head -1)
+		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ -n "$host" ] || fail "the program did not start in its namespace"
+	echo "$host" >>"$pids_file"
+}
+
 # A timer loop with the library, reading as a service would: 50 us sleeps
 # for a minute (the test stops it).
 start_loop() {
@@ -96,16 +112,7 @@ start_loop() {
 @test "status: a process in its own pid namespace shows its pid there and its cgroup, in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "a pid namespace needs root here"
 	command -v unshare >/dev/null || skip "no unshare"
-	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
-		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
-	# The host pid of the program: the child of unshare's child.
-	for i in $(seq 50); do
-		host=$(pgrep -f -n "ef-sleep --count 1000000" | head -1)
-		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	[ -n "$host" ] || fail "the program did not start in its namespace"
-	echo "$host" >>"$pids_file"
+	start_in_pid_ns
 	run "$cmd" status "$host"
 	assert_success
 	assert_line --regexp "^epollfix\[$host\] container: pid 1 in its namespace, cgroup /"
@@ -121,15 +128,7 @@ start_loop() {
 	[ "$(id -u)" = 0 ] || skip "a pid namespace and setgroups need root here"
 	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip "no unshare or setpriv"
 	groups=$(seq -s, 100000 101999)
-	bg "$BATS_TEST_TMPDIR/ns" unshare --pid --fork --kill-child --mount-proc \
-		setpriv --groups "$groups" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000001
-	for i in $(seq 50); do
-		host=$(pgrep -f -n "ef-sleep --count 1000001" | head -1)
-		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	[ -n "$host" ] || fail "the program did not start in its namespace"
-	echo "$host" >>"$pids_file"
+	start_in_pid_ns setpriv --groups "$groups"
 	# The field lies past the first 8 KiB of the file, as the test reads it.
 	nspid=$(sed -n 's/^NSpid:.*[[:space:]]\([0-9]*\)$/\1/p' "/proc/$host/status")
 	at=$(grep -b '^NSpid:' "/proc/$host/status" | cut -d: -f1)
