@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "epollfix.h"
+#include "gosup.h"
 #include "report.h"
 #include "sandbox.h"
 #include "status.h"
@@ -245,9 +246,28 @@ int main(int argc, char **argv)
 
 	char lib[2 * PATH_MAX];
 	int have_lib = find_library(lib, sizeof(lib)) == 0;
+	/* A Go program is supervised as well (gosup.h), unless --go=off. */
+	char path[PATH_MAX], go_text[1024] = "";
+	struct ef_buf go_line = EF_BUF(go_text);
+	int go_on = 1, supervise = 0;
+	static struct ef_text go_t;
+	struct ef_config go_c;
+	struct ef_origin go_o;
+	const char *go_file;
+	ef_config_load(&go_c, &go_t, &go_o, &go_file, (const char *(*)(const char *))getenv);
+	const char *go = go_t.go;
+	if (go && *go && strcmp(go, "auto") != 0) {
+		go_on = strcmp(go, "off") != 0;
+		if (go_on)
+			fprintf(stderr, "epollfix: warning: EPOLLFIX_GO=%s is neither auto nor off: auto used\n",
+				go);
+	}
+	if (i < argc && go_on && ef_resolve_program(argv[i], path, sizeof(path)) == 0)
+		supervise = ef_go_plan(path, &go_line);
 	if (want_check) {
 		int r = check(lib, have_lib);
-		return i < argc && ef_target_check(argv[i], 0) != 0 ? 1 : r;
+		return i < argc && ef_target_check(argv[i], 0, go_on ? go_text : NULL, supervise) != 0 ? 1
+														: r;
 	}
 	if (i >= argc) {
 		usage(stderr);
@@ -260,8 +280,10 @@ int main(int argc, char **argv)
 	/* The command still runs: a warning only, unless the log is quiet. */
 	const char *log = getenv("EPOLLFIX_LOG");
 	if (!log || strcmp(log, "quiet") != 0)
-		ef_target_check(argv[i], 1);
+		ef_target_check(argv[i], 1, !go_on ? NULL : supervise ? "" : go_text, supervise);
 	prepend_preload(lib);
+	if (supervise)
+		ef_go_launch(getenv("EPOLLFIX_STATS"));
 	execvp(argv[i], argv + i);
 	int err = errno;
 	fprintf(stderr, "epollfix: %s: %s\n", argv[i],

@@ -41,6 +41,7 @@ int ef_file_open(int fd, struct ef_file *e)
 		if (read_at(fd, &h, sizeof(h), 0) != 0)
 			return -1;
 		e->is64 = 1;
+		e->type = h.e_type;
 		e->phoff = h.e_phoff;
 		e->shoff = h.e_shoff;
 		e->phnum = h.e_phnum;
@@ -52,6 +53,7 @@ int ef_file_open(int fd, struct ef_file *e)
 		Elf32_Ehdr h32;
 		if (read_at(fd, &h32, sizeof(h32), 0) != 0)
 			return -1;
+		e->type = h32.e_type;
 		e->phoff = h32.e_phoff;
 		e->shoff = h32.e_shoff;
 		e->phnum = h32.e_phnum;
@@ -116,6 +118,71 @@ int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset,
 		return 0;
 	}
 	return -1;
+}
+
+int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off)
+{
+	return read_at(e->fd, buf, size, off);
+}
+
+int ef_file_first_load(const struct ef_file *e, uint64_t *vaddr, uint64_t *offset)
+{
+	Elf64_Phdr p;
+	int found = 0;
+	for (unsigned i = 0; i < e->phnum; i++)
+		if (phdr(e, i, &p) == 0 && p.p_type == PT_LOAD && (!found || p.p_vaddr < *vaddr)) {
+			*vaddr = p.p_vaddr;
+			*offset = p.p_offset;
+			found = 1;
+		}
+	return found ? 0 : -1;
+}
+
+#define MAX_STRTAB (256u << 20)
+
+int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t *values, size_t n)
+{
+	uint64_t sym_off, sym_addr, sym_size, str_off, str_addr, str_size;
+	struct stat st;
+	Elf64_Sym chunk[256];
+	int found = 0;
+
+	for (size_t k = 0; k < n; k++)
+		values[k] = 0;
+	if (!e->is64 || ef_file_section(e, ".symtab", &sym_off, &sym_addr, &sym_size) != 0)
+		return -1;
+	if (ef_file_section(e, ".strtab", &str_off, &str_addr, &str_size) != 0 || fstat(e->fd, &st) != 0)
+		return -1;
+	/* Another process's file, and hostile: tables inside the file, bounded. */
+	uint64_t file_size = (uint64_t)st.st_size;
+	if (sym_off > file_size || sym_size > file_size - sym_off || str_off > file_size ||
+	    str_size > file_size - str_off || str_size == 0 || str_size > MAX_STRTAB)
+		return -1;
+	char *str = malloc(str_size + 1);
+	if (!str || read_at(e->fd, str, str_size, str_off) != 0) {
+		free(str);
+		return -1;
+	}
+	str[str_size] = '\0';
+	for (uint64_t at = sym_off, end = sym_off + sym_size; at + sizeof(Elf64_Sym) <= end;) {
+		size_t m = (size_t)((end - at) / sizeof(Elf64_Sym));
+		m = m < sizeof(chunk) / sizeof(chunk[0]) ? m : sizeof(chunk) / sizeof(chunk[0]);
+		if (read_at(e->fd, chunk, m * sizeof(Elf64_Sym), at) != 0)
+			break;
+		at += m * sizeof(Elf64_Sym);
+		for (size_t i = 0; i < m; i++) {
+			if (chunk[i].st_name >= str_size || chunk[i].st_shndx == SHN_UNDEF)
+				continue;
+			const char *name = str + chunk[i].st_name;
+			for (size_t k = 0; k < n; k++)
+				if (!values[k] && strcmp(name, names[k]) == 0) {
+					values[k] = chunk[i].st_value;
+					found++;
+				}
+		}
+	}
+	free(str);
+	return found;
 }
 
 int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr)
@@ -318,11 +385,20 @@ static int preloaded_by_system(void)
 }
 
 /* One line per reason the facts give; who is NULL, or "a script run by X, which ". */
-static int say(const char *path, const char *who, const struct facts *f, struct ef_buf *out)
+static int say(const char *path, const char *who, const struct facts *f, const char *go,
+	       int supervised, struct ef_buf *out)
 {
 	int n = 0;
 
-	if (!f->dynamic && f->go)
+	if (f->go && go && supervised) {
+		/* Not a reason: what the command will do, told by --check only. */
+		if (*go) {
+			int none = 0;
+			ef_fmt(begin(out, path, who, &none), "%s", go);
+		}
+	} else if (f->go && go && *go)
+		ef_fmt(begin(out, path, who, &n), "%s", go);
+	else if (!f->dynamic && f->go)
 		ef_fmt(begin(out, path, who, &n), "%s",
 		       "is a statically linked Go program: no dynamic loader runs, so LD_PRELOAD is "
 		       "ignored, and Go's runtime waits with raw system calls anyway; Go's own timer "
@@ -381,24 +457,24 @@ static int shebang(const char *path, char *interp, size_t size)
 	return (size_t)snprintf(interp, size, "%s", words[0]) < size ? 0 : -1;
 }
 
-int ef_target_reasons(const char *path, struct ef_buf *out)
+int ef_target_reasons(const char *path, const char *go, int supervised, struct ef_buf *out)
 {
 	struct facts f;
 	char interp[PATH_MAX], who[PATH_MAX + 64];
 
 	learn(path, &f);
 	if (f.elf)
-		return say(path, NULL, &f, out);
+		return say(path, NULL, &f, go, supervised, out);
 	if (shebang(path, interp, sizeof(interp)) != 0)
 		return 0;
 	/* The kernel runs the interpreter; the script's own mode bits do not
 	 * change the user (Linux ignores setuid on scripts). */
 	learn(interp, &f);
 	snprintf(who, sizeof(who), "a script run by %s, which ", interp);
-	return f.elf ? say(path, who, &f, out) : 0;
+	return f.elf ? say(path, who, &f, NULL, 0, out) : 0;
 }
 
-int ef_target_check(const char *program, int warn)
+int ef_target_check(const char *program, int warn, const char *go, int supervised)
 {
 	char path[PATH_MAX], text[4096] = "";
 	struct ef_buf out = EF_BUF(text);
@@ -413,7 +489,7 @@ int ef_target_check(const char *program, int warn)
 			printf("program:      %s cannot be read: %s\n", path, strerror(errno));
 		return -1;
 	}
-	int n = ef_target_reasons(path, &out);
+	int n = ef_target_reasons(path, go, supervised, &out);
 	for (char *line = text, *end; *line; line = end + 1) {
 		end = strchr(line, '\n');
 		*end = '\0';
@@ -422,7 +498,7 @@ int ef_target_check(const char *program, int warn)
 		else
 			printf("program:      %s\n", line);
 	}
-	if (!n && !warn)
+	if (!n && !warn && !supervised)
 		printf("program:      %s: the dynamic loader will preload libepollfix\n", path);
 	return n;
 }

@@ -15,6 +15,7 @@ struct ef_file {
 	int is64;
 	uint64_t phoff, shoff;
 	unsigned phnum, shnum, shstrndx, phentsize, shentsize;
+	unsigned type; /* e_type: ET_EXEC, ET_DYN (PIE) */
 };
 
 /* 0 when fd is an ELF file of this machine's byte order; -1 otherwise. */
@@ -36,6 +37,19 @@ int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr);
 int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_t size,
 		     uint64_t *value);
 
+/* The values of the .symtab symbols named in names[0..n) into values (0 for
+ * one not found); ELF type ET_DYN or not into *pie. The string table is read
+ * whole, up to 256 MiB: a larger or malformed table is refused (-1). Returns
+ * the number of names found, or -1 when there is no .symtab (stripped). */
+int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t *values, size_t n);
+
+/* The lowest PT_LOAD's p_vaddr and its file offset: where the mapping of file
+ * offset 0 lands, less the load bias. -1 without a PT_LOAD. */
+int ef_file_first_load(const struct ef_file *e, uint64_t *vaddr, uint64_t *offset);
+
+/* Reads size bytes at file offset off: 0, or -1 when short. */
+int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off);
+
 /* PROGRAM resolved through PATH as execvp does, into out. 0, or -1 (not found). */
 int ef_resolve_program(const char *program, char *out, size_t size);
 
@@ -43,11 +57,15 @@ int ef_resolve_program(const char *program, char *out, size_t size);
  * line per reason, each "PATH is ...\n", appended to out. A script's `#!`
  * interpreter is followed one level (through /usr/bin/env as well). Reads the
  * files only: nothing is run. Returns the number of lines. */
-int ef_target_reasons(const char *path, struct ef_buf *out);
+int ef_target_reasons(const char *path, const char *go, int supervised, struct ef_buf *out);
 
 /* `epollfix --check PROGRAM` (warn 0: "program:" lines on stdout) or the
  * warning before `epollfix -- PROGRAM` runs (warn 1: stderr). PROGRAM is
- * resolved as execvp would. The number of reasons, or -1 when not found. */
-int ef_target_check(const char *program, int warn);
+ * resolved as execvp would. The number of reasons, or -1 when not found.
+ * go: for a Go program, the line of what the command does with it
+ * (gosup.h's ef_go_plan: "is a Go program ...\n") instead of the
+ * preload's, or NULL; supervised: that line is no reason, only news, and
+ * "" prints nothing. */
+int ef_target_check(const char *program, int warn, const char *go, int supervised);
 
 #endif

@@ -78,6 +78,9 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	     "act only in these programs (/proc/self/comm or argv[0]'s basename)")                \
 	TEXT(skip, SKIP, "skip", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
 	     "act in every program but these; setting both ONLY and SKIP leaves every program alone") \
+	TEXT(go, GO, "go", 8, 2, "auto", "auto", NULL, "=auto|off",                             \
+	     "auto: a Go program the command starts is also supervised, so the Go runtime's own " \
+	     "sub-ms timers end on time (doc/go.md); off: preloaded only")                        \
 	TEXT(config, CONFIG, "config", EF_PATH_SIZE, 1, "", "", NULL, "=FILE",                   \
 	     "the system file to read instead of " EF_SYSCONF_FILE "; ignored in secure execution")
 

@@ -341,21 +341,32 @@ go_build() {
 	printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("ran") }\n' >"$BATS_TEST_TMPDIR/gohello/main.go"
 	printf 'module epollfix.test/gohello\n\ngo 1.18\n' >"$BATS_TEST_TMPDIR/gohello/go.mod"
 	go_build "$BATS_TEST_TMPDIR/gohello" "$BATS_TEST_TMPDIR/go-static" CGO_ENABLED=0
-	run "$cmd" --check "$BATS_TEST_TMPDIR/go-static"
+	# Without the supervisor, what the preload alone can do.
+	run "$cmd" --go=off --check "$BATS_TEST_TMPDIR/go-static"
 	assert_failure 1
 	assert_line "program:      $BATS_TEST_TMPDIR/go-static is a statically linked Go program: no dynamic loader runs, so LD_PRELOAD is ignored, and Go's runtime waits with raw system calls anyway; Go's own timer precision needs Go's epoll_pwait2 support"
-	run --separate-stderr "$cmd" "$BATS_TEST_TMPDIR/go-static"
+	run --separate-stderr "$cmd" --go=off "$BATS_TEST_TMPDIR/go-static"
 	assert_output "ran"
 	[[ "$stderr" == "epollfix: warning: $BATS_TEST_TMPDIR/go-static is a statically linked Go program"* ]] || fail "$stderr"
+	# With it (the default), the runtime's own timers are reached: no warning.
+	run "$cmd" --check "$BATS_TEST_TMPDIR/go-static"
+	assert_line --regexp "^program:      $BATS_TEST_TMPDIR/go-static is a Go program \(go1\.[0-9.]+\): runtime layout checked: supervised "
+	run --separate-stderr "$cmd" "$BATS_TEST_TMPDIR/go-static"
+	assert_success
+	assert_output "ran"
+	[ -z "$stderr" ] || fail "$stderr"
 
 	go_build "$PROGS_SRC/cgo_busy" "$BATS_TEST_TMPDIR/go-cgo" CGO_ENABLED=1
-	run "$cmd" --check "$BATS_TEST_TMPDIR/go-cgo"
+	run "$cmd" --go=off --check "$BATS_TEST_TMPDIR/go-cgo"
 	assert_failure 1
 	assert_line "program:      $BATS_TEST_TMPDIR/go-cgo is a Go program: Go's runtime waits with raw system calls, which libepollfix cannot reach; only its C code (cgo libraries) is reached, such as a C library's busy loop under --clamp; Go's own timer precision needs Go's epoll_pwait2 support"
+	run "$cmd" --check "$BATS_TEST_TMPDIR/go-cgo"
+	assert_line --regexp "go-cgo is a Go program \(go1\.[0-9.]+\): runtime layout checked: supervised "
 	# Stripped (no .symtab), still known by its sections and notes.
 	strip -o "$BATS_TEST_TMPDIR/go-cgo-stripped" "$BATS_TEST_TMPDIR/go-cgo"
 	run "$cmd" --check "$BATS_TEST_TMPDIR/go-cgo-stripped"
-	assert_line --regexp "go-cgo-stripped is a Go program: "
+	assert_failure 1
+	assert_line --regexp "go-cgo-stripped is a Go program \(go1\.[0-9.]+\): stripped: no .symtab: its own timers stay at whole milliseconds$"
 }
 
 @test "a cgo program spinning on epoll_wait(..., 0): --clamp=1ms cuts its CPU 10x; status shows the clamped polls" {

@@ -1,0 +1,100 @@
+/* A Go executable's facts, from its file (goimage.h). */
+#define _GNU_SOURCE
+#include "goimage.h"
+
+#include <elf.h>
+#include <string.h>
+
+#include "target.h"
+
+const char *ef_go_why_text(enum ef_go_why why)
+{
+	static const char *const text[EF_GO_WHY_COUNT] = {
+		[EF_GO_OK] = "runtime layout checked",
+		[EF_GO_NOT_ELF] = "not an ELF executable of this machine",
+		[EF_GO_NOT_GO] = "not Go",
+		[EF_GO_STRIPPED] = "stripped: no .symtab",
+		[EF_GO_NO_VERSION] = "no readable Go build information",
+		[EF_GO_UNKNOWN_RELEASE] = "runtime layout unknown for this release",
+		[EF_GO_NO_SYMBOLS] = "runtime symbols missing from .symtab",
+	};
+	return why < EF_GO_WHY_COUNT ? text[why] : "?";
+}
+
+/* The build information (Go 1.18 and later write the version inline):
+ * "\xff Go buildinf:", pointer size, flags (bit 1: inline strings), padding
+ * to 32 bytes, then the version as a varint length and its bytes. */
+static int build_version(const struct ef_file *e, char *out, size_t size)
+{
+	uint64_t off, addr, len;
+	unsigned char b[32 + 10 + 32];
+
+	if (ef_file_section(e, ".go.buildinfo", &off, &addr, &len) != 0 || len < 33)
+		return -1;
+	size_t n = len < sizeof(b) ? (size_t)len : sizeof(b);
+	if (ef_file_read(e, b, n, off) != 0 || memcmp(b, "\xff Go buildinf:", 14) != 0 ||
+	    !(b[15] & 2))
+		return -1;
+	uint64_t vlen = 0;
+	size_t at = 32;
+	for (unsigned shift = 0; at < n && shift < 64; shift += 7) {
+		vlen |= (uint64_t)(b[at] & 0x7f) << shift;
+		if (!(b[at++] & 0x80))
+			break;
+	}
+	if (vlen == 0 || vlen >= size || at + vlen > n)
+		return -1;
+	for (size_t i = 0; i < vlen; i++) {
+		char c = (char)b[at + i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '-' || c == '+'))
+			return -1;
+		out[i] = c;
+	}
+	out[vlen] = '\0';
+	return 0;
+}
+
+/* "go1.N", "go1.N.M", "go1.NrcK": N; -1 for anything else (devel builds). */
+static int release_minor(const char *v)
+{
+	if (strncmp(v, "go1.", 4) != 0 || v[4] < '0' || v[4] > '9')
+		return -1;
+	int minor = 0;
+	const char *p = v + 4;
+	for (; *p >= '0' && *p <= '9' && minor < 1000; p++)
+		minor = minor * 10 + (*p - '0');
+	return *p == '\0' || *p == '.' || strncmp(p, "rc", 2) == 0 ? minor : -1;
+}
+
+enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
+{
+	struct ef_file e;
+	static const char *const names[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd",
+					     "runtime.netpollBreakRd" };
+	uint64_t v[4];
+
+	memset(img, 0, sizeof(*img));
+	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
+		return EF_GO_NOT_ELF;
+	uint64_t off, addr, size;
+	if (ef_file_section(&e, ".go.buildinfo", &off, &addr, &size) != 0)
+		return EF_GO_NOT_GO;
+	if (build_version(&e, img->version, sizeof(img->version)) != 0)
+		return EF_GO_NO_VERSION;
+	img->minor = release_minor(img->version);
+	if (img->minor < EF_GO_MINOR_MIN || img->minor > EF_GO_MINOR_MAX)
+		return EF_GO_UNKNOWN_RELEASE;
+	if (ef_file_symbols(&e, names, v, 4) < 0)
+		return EF_GO_STRIPPED;
+	img->pie = e.type == ET_DYN;
+	img->sched = v[0];
+	img->epfd = v[1];
+	/* The wake-up variable the release has: an eventfd replaced the pipe
+	 * (goimage.h); the epoll item's data is checked again in fdinfo. */
+	img->wake_eventfd = v[2] != 0;
+	img->wake = img->wake_eventfd ? v[2] : v[3];
+	if (!img->sched || !img->epfd || !img->wake ||
+	    ef_file_first_load(&e, &img->first_vaddr, &img->first_offset) != 0)
+		return EF_GO_NO_SYMBOLS;
+	return EF_GO_OK;
+}

@@ -1,0 +1,50 @@
+/* What the Go supervisor needs to know of a Go executable, read from its file
+ * only (doc/go.md): the Go release, from the build information, and the
+ * link-time addresses of the runtime's variables it reads or names, from
+ * .symtab. Everything else it reads is checked where it is read. */
+#ifndef EPOLLFIX_GOIMAGE_H
+#define EPOLLFIX_GOIMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The releases whose runtime was read and tested (doc/go.md): sched.lastpoll
+ * at offset 8 and sched.pollUntil at 16 of runtime.schedt, the netpoller's
+ * epoll_pwait(runtime.epfd, ..., 1, NULL) for a delay under 1 ms, and the
+ * wake-up item's data the address of runtime.netpollBreakRd (a pipe: 1.20,
+ * 1.22) or runtime.netpollEventFd (an eventfd: 1.26), registered EPOLLIN. */
+#define EF_GO_MINOR_MIN 20
+#define EF_GO_MINOR_MAX 26
+#define EF_GO_SCHED_LASTPOLL 8
+#define EF_GO_SCHED_POLLUNTIL 16
+
+enum ef_go_why {
+	EF_GO_OK,
+	EF_GO_NOT_ELF,
+	EF_GO_NOT_GO,
+	EF_GO_STRIPPED,
+	EF_GO_NO_VERSION,
+	EF_GO_UNKNOWN_RELEASE,
+	EF_GO_NO_SYMBOLS,
+	EF_GO_WHY_COUNT
+};
+
+struct ef_go_image {
+	char version[32]; /* "go1.22.12", escaped-safe: [0-9a-z.+-] only */
+	int minor;
+	int pie;               /* ET_DYN: addresses move by the load bias */
+	uint64_t first_vaddr;  /* the lowest PT_LOAD's address and offset */
+	uint64_t first_offset;
+	uint64_t sched, epfd, wake; /* link-time addresses */
+	int wake_eventfd;      /* wake is runtime.netpollEventFd */
+};
+
+/* Reads the executable open at fd (another process's file: hostile input,
+ * every length bounded). EF_GO_OK, or why the supervisor cannot act on it;
+ * img->version is filled whenever the release could be read. */
+enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
+
+/* A few words for why (for --check, the status and the warning line). */
+const char *ef_go_why_text(enum ef_go_why why);
+
+#endif

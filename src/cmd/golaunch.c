@@ -1,0 +1,279 @@
+/* The launcher's side of Go supervision (gosup.h): the plan, the filter, the
+ * double fork of the supervisor and the hand-over of the listener. After it,
+ * main.c execs the program in place: it keeps this pid, and with it its
+ * signals, exit code, terminal and process group, with no forwarding. */
+#define _GNU_SOURCE
+#include "gosup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fmt.h"
+#include "goimage.h"
+#include "sandbox.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* How long the launcher waits for the supervisor to say it holds the
+ * listener: it acks right after recvmsg, so only a stalled machine is slow. */
+#define ACK_TIMEOUT_MS 10000
+
+/* Offsets in struct seccomp_data: nr, arch, then args[i]'s low and high words
+ * (little-endian). */
+#define OFF_NR 0
+#define OFF_ARCH 4
+#define OFF_ARG_LO(i) (16 + 8 * (i))
+#define OFF_ARG_HI(i) (20 + 8 * (i))
+
+#define LD_ABS(off) { 0x20, 0, 0, (off) }
+#define JEQ(k, jt, jf) { 0x15, (jt), (jf), (k) }
+#define RET(k) { 0x06, 0, 0, (k) }
+
+/* Only epoll_wait(fd, ev, n, 1) and epoll_pwait(fd, ev, n, 1, NULL, ...) go
+ * to the listener. Every other system call's verdict depends on the
+ * architecture and number alone, so the kernel's constant-action cache
+ * (seccomp_cache_prepare) allows it without running this program; x32's
+ * numbers (bit 30 set) match neither and are allowed. */
+static const struct ef_bpf_insn filter[] = {
+	/* 0 */ LD_ABS(OFF_ARCH),
+	/* 1 */ JEQ(EF_AUDIT_ARCH_X86_64, 0, 12),
+	/* 2 */ LD_ABS(OFF_NR),
+	/* 3 */ JEQ(EF_NR_EPOLL_WAIT, 1, 0),
+	/* 4 */ JEQ(EF_NR_EPOLL_PWAIT, 2, 9),
+	/* 5 epoll_wait: the timeout */ LD_ABS(OFF_ARG_LO(3)),
+	/* 6 */ JEQ(1, 6, 7),
+	/* 7 epoll_pwait: the timeout */ LD_ABS(OFF_ARG_LO(3)),
+	/* 8 */ JEQ(1, 0, 5),
+	/* 9 the signal mask, NULL */ LD_ABS(OFF_ARG_LO(4)),
+	/* 10 */ JEQ(0, 0, 3),
+	/* 11 */ LD_ABS(OFF_ARG_HI(4)),
+	/* 12 */ JEQ(0, 0, 1),
+	/* 13 */ RET(EF_SECCOMP_RET_USER_NOTIF),
+	/* 14 */ RET(EF_SECCOMP_RET_ALLOW),
+};
+
+const struct ef_bpf_prog *ef_go_filter(void)
+{
+	static const struct ef_bpf_prog prog = { sizeof(filter) / sizeof(filter[0]), filter };
+	return &prog;
+}
+
+/* NULL when this kernel has what the supervisor uses, else what it lacks. */
+static const char *kernel_lacks(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	uint32_t action = EF_SECCOMP_RET_USER_NOTIF;
+
+	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return "a readable release";
+	/* The listener's hang-up when no task is left (5.8), the fixed
+	 * ID_VALID number (5.7), pidfd_getfd (5.6). */
+	if (major < 5 || (major == 5 && minor < 8))
+		return "Linux 5.8 (seccomp listener hang-up, pidfd_getfd)";
+	if (syscall(SYS_seccomp, EF_SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0)
+		return "SECCOMP_RET_USER_NOTIF";
+	errno = 0;
+	if (syscall(SYS_pidfd_getfd, -1, 0, 0) == 0 || errno == ENOSYS)
+		return "pidfd_getfd";
+	return NULL;
+}
+
+int ef_go_plan(const char *path, struct ef_buf *out)
+{
+	struct ef_go_image img;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	enum ef_go_why why = ef_go_image_read(fd, &img);
+	int privileged = fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+	privileged |= fgetxattr(fd, "security.capability", NULL, 0) > 0;
+	close(fd);
+	if (why == EF_GO_NOT_GO || why == EF_GO_NOT_ELF)
+		return 0;
+	ef_fmt(out, "is a Go program (%s): ", *img.version ? img.version : "release unknown");
+	if (why == EF_GO_OK && privileged && getuid() != 0) {
+		/* no_new_privs would run it without the privileges it is installed with */
+		ef_fmt(out, "%s", "setuid, setgid or file capabilities: not supervised (no_new_privs would "
+				  "drop them): its own timers stay at whole milliseconds\n");
+		return 0;
+	}
+	if (why != EF_GO_OK) {
+		ef_fmt(out, "%s: its own timers stay at whole milliseconds\n", ef_go_why_text(why));
+		return 0;
+	}
+	const char *lacks = kernel_lacks();
+	if (lacks) {
+		ef_fmt(out, "%s, but the kernel lacks %s: its own timers stay at whole milliseconds\n",
+		       ef_go_why_text(why), lacks);
+		return 0;
+	}
+	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)\n",
+	       ef_go_why_text(why));
+	return 1;
+}
+
+/* The supervisor's process: out of the program's session and process group
+ * (a terminal's Ctrl-C, kill -PGID), deaf to every catchable signal, with no
+ * fd of the program's but stderr and the socket. */
+__attribute__((noreturn)) static void become_supervisor(int sock, const char *stats)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &ign, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+	}
+	if (sock != 3) {
+		dup2(sock, 3);
+		sock = 3;
+	}
+	/* A pipe the program's parent waits on (a shell's $(...)) must not stay
+	 * open in a process that outlives the program. */
+	if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
+		for (long fd = 4, max = sysconf(_SC_OPEN_MAX); fd < max && fd < 65536; fd++)
+			close((int)fd);
+	if (chdir("/") != 0) {
+		/* keeps the program's directory busy, nothing worse */
+	}
+	ef_go_supervise(sock, stats);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char byte = 'L';
+	struct iovec iov = { &byte, 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	ssize_t n;
+	while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n == 1 ? 0 : -1;
+}
+
+/* 0 when the supervisor said it holds the listener; else why not. */
+static const char *wait_ack(int sock)
+{
+	struct pollfd p = { sock, POLLIN, 0 };
+	int r;
+	while ((r = poll(&p, 1, ACK_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return "no answer in 10s";
+	char byte = 0;
+	ssize_t n;
+	while ((n = read(sock, &byte, 1)) < 0 && errno == EINTR)
+		;
+	return n == 1 && byte == 'A' ? NULL : "it ended before it held the listener";
+}
+
+int ef_go_launch(const char *stats)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		fprintf(stderr, "epollfix: Go supervision off: socketpair: %s\n", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	/* Double fork: the supervisor is no child of the program, which then
+	 * never sees its SIGCHLD or its zombie. */
+	pid_t mid = fork();
+	if (mid == 0) {
+		close(sv[0]);
+		pid_t sup = fork();
+		if (sup == 0)
+			become_supervisor(sv[1], stats);
+		_exit(sup < 0 ? 1 : 0);
+	}
+	close(sv[1]);
+	int status = 1;
+	if (mid > 0)
+		while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
+			;
+	if (mid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "epollfix: Go supervision off: fork: %s\n",
+			mid < 0 ? strerror(errno) : "the supervisor could not start");
+		close(sv[0]);
+		return -1;
+	}
+	/* The preloaded library (cgo) reads a filter in force at start as of
+	 * unknown content; told this one is alone, it knows it (sandbox.h). */
+	int alone = ef_seccomp_status_via(syscall) == 0;
+	unsetenv(EF_GO_FILTER_ENV);
+	/* Single-threaded here: no TSYNC. The listener is close-on-exec. With
+	 * CAP_SYS_ADMIN no no_new_privs is needed, and setuid children of the
+	 * program keep working; without it the kernel asks for no_new_privs. */
+	long listener = syscall(SYS_seccomp, EF_SECCOMP_SET_MODE_FILTER,
+				EF_SECCOMP_FLAG_NEW_LISTENER, ef_go_filter());
+	if (listener < 0 && errno == EACCES) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+			fprintf(stderr, "epollfix: Go supervision off: no_new_privs: %s\n", strerror(errno));
+			close(sv[0]); /* the supervisor reads EOF and leaves */
+			return -1;
+		}
+		listener = syscall(SYS_seccomp, EF_SECCOMP_SET_MODE_FILTER, EF_SECCOMP_FLAG_NEW_LISTENER,
+				   ef_go_filter());
+	}
+	if (listener < 0) {
+		/* EBUSY: a filter in force already has a listener (a container's
+		 * supervisor, or epollfix around epollfix). */
+		fprintf(stderr, "epollfix: Go supervision off: seccomp listener: %s\n",
+			errno == EBUSY ? "another listener is in force (EBUSY)" : strerror(errno));
+		close(sv[0]);
+		return -1;
+	}
+	/* From here the filter is in force and cannot be taken off: the
+	 * listener must reach the supervisor before this copy closes, or the
+	 * program's first sub-ms wait fails with ENOSYS and Go throws. */
+	const char *why = send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0]) : "sendmsg failed";
+	if (why) {
+		fprintf(stderr,
+			"epollfix: the Go supervisor did not take the filter's listener (%s): not starting "
+			"the program under a filter no one answers (run it with --go=off)\n", why);
+		exit(126);
+	}
+	close((int)listener);
+	close(sv[0]);
+	if (alone)
+		setenv(EF_GO_FILTER_ENV, "1", 1);
+	return 0;
+}

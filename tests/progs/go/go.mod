@@ -1,0 +1,3 @@
+module epollfix.test/progs
+
+go 1.20

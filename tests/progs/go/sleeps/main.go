@@ -1,0 +1,41 @@
+// Sleeps of a given length, N times; prints each sleep's lateness in
+// nanoseconds (one per line) after all of them, and fails if any came back
+// early. Usage: sleeps DURATION COUNT
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+func main() {
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: sleeps DURATION COUNT")
+		os.Exit(2)
+	}
+	d, err := time.ParseDuration(os.Args[1])
+	n, err2 := strconv.Atoi(os.Args[2])
+	if err != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "usage: sleeps DURATION COUNT")
+		os.Exit(2)
+	}
+	late := make([]time.Duration, n)
+	early := 0
+	for i := range late {
+		t := time.Now()
+		time.Sleep(d)
+		late[i] = time.Since(t) - d
+		if late[i] < 0 {
+			early++
+		}
+	}
+	for _, l := range late {
+		fmt.Println(int64(l))
+	}
+	if early > 0 {
+		fmt.Fprintf(os.Stderr, "sleeps: %d sleeps came back early\n", early)
+		os.Exit(1)
+	}
+}
