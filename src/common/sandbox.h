@@ -60,6 +60,16 @@ int ef_pwait2_probe_via(ef_syscall_fn sys);
  * kernel has no seccomp. */
 int ef_seccomp_status_via(ef_syscall_fn sys);
 
+/* The number of seccomp filters in force in this process (Seccomp_filters:
+ * in /proc/self/status, Linux 5.9), or -1 when it cannot tell. */
+long ef_seccomp_filters_via(ef_syscall_fn sys);
+
+/* The variable `epollfix` sets for a Go program it supervises when the filter
+ * it installed was the only one in force (doc/go.md): that filter sends only
+ * epoll_wait and epoll_pwait with a 1 ms timeout to its supervisor, who lets
+ * them run, and allows everything else, epoll_pwait2 and prctl included. */
+#define EF_GO_FILTER_ENV "EPOLLFIX_GO_FILTER"
+
 /* The bits of the library's calls that the classic-BPF program prog (a
  * struct sock_fprog *, as prctl and seccomp take it) would not allow, and in
  * *why the reason for epoll_pwait2 (its ERRNO value, or EF_WHY_FILTER_DENIES).

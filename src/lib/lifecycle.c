@@ -8,12 +8,14 @@
 #include "ration.h"
 #include "real.h"
 #include "recognize.h"
+#include "sandbox.h"
 #include "state.h"
 #include "stats.h"
 
 __attribute__((constructor)) static void epollfix_init(void)
 {
 	ef_state_load();
+	ef_seccomp_go_filter(ef_state_env(EF_GO_FILTER_ENV));
 	ef_real_init();
 	ef_filters_init();
 	ef_recognize_init();

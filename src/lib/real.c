@@ -208,6 +208,12 @@ static _Atomic int pw2_why;
 /* Was a filter in force before the program could install one (its launcher's)?
  * Read once, with the real syscall() (sandbox.c). */
 static _Atomic int inherited = -1;
+static _Atomic int go_filter; /* EF_GO_FILTER_ENV said the one filter is epollfix's */
+
+void ef_seccomp_go_filter(const char *marker)
+{
+	atomic_store_explicit(&go_filter, marker && strcmp(marker, "1") == 0, memory_order_release);
+}
 
 int ef_seccomp_inherited(void)
 {
@@ -215,6 +221,12 @@ int ef_seccomp_inherited(void)
 	if (v < 0) { /* racing readers find the same answer */
 		int saved = errno;
 		v = ef_seccomp_status_via(ef_real_syscall());
+		/* epollfix's own Go filter, alone (filters are inherited and never
+		 * removed, so one filter where the launcher found none is its own):
+		 * its content is known, and it allows the library's calls. */
+		if (v && atomic_load_explicit(&go_filter, memory_order_acquire) &&
+		    ef_seccomp_filters_via(ef_real_syscall()) == 1)
+			v = 0;
 		errno = saved;
 		atomic_store_explicit(&inherited, v, memory_order_release);
 	}

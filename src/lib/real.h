@@ -132,6 +132,9 @@ int ef_pwait2_usable(int trust);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);
+/* The value of EF_GO_FILTER_ENV (sandbox.h), given by the constructor before
+ * anything probes: "1" makes a single filter in force epollfix's own. */
+void ef_seccomp_go_filter(const char *marker);
 /* Whether the library reads every filter before it is in force (preloaded),
  * read in the constructor; when not (loaded with dlopen), the filter count at
  * that time. */
