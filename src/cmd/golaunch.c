@@ -3,7 +3,7 @@
  * main.c execs the program in place: it keeps this pid, and with it its
  * signals, exit code, terminal and process group, with no forwarding. */
 #define _GNU_SOURCE
-#include "gosup.h"
+#include "golaunch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "goabi.h"
+#include "gosup.h"
 #include "goimage.h"
 #include "sandbox.h"
 

@@ -29,7 +29,9 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "goabi.h"
 #include "goimage.h"
+#include "golook.h"
 #include "proc.h"
 
 #ifndef SYS_pidfd_open
@@ -442,17 +444,10 @@ static void write_report(const char *stats)
 		return;
 	char text[2048];
 	struct ef_buf b = EF_BUF(text);
-	ef_fmt(&b, "epollfix[%d] Go supervisor: %" PRIu64 " notifications, %" PRIu64
-		   " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
-		   " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
-		   " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag; %" PRIu64
-		   " takeovers\n",
-	       (int)getpid(), shared->count[EF_GC_NOTIFIED], shared->count[EF_GC_ARMED],
-	       shared->count[EF_GC_PASSED], shared->count[EF_GC_PROCS_GO],
-	       shared->count[EF_GC_PROCS_PASS], shared->count[EF_GC_NOT_POLLING],
-	       shared->count[EF_GC_OTHER_FD], shared->count[EF_GC_GONE],
-	       shared->count[EF_GC_UNREADABLE], shared->count[EF_GC_NO_TAG],
-	       shared->count[EF_GC_TAKEOVERS]);
+	uint64_t counts[EF_GC_COUNT];
+	for (int i = 0; i < EF_GC_COUNT; i++)
+		counts[i] = atomic_load(&shared->count[i]);
+	ef_go_report((long)getpid(), counts, &b);
 	int fd = 2;
 	if (strcmp(stats, "1") != 0) {
 		char path[4096];
@@ -477,7 +472,7 @@ __attribute__((noreturn)) static void serve(const char *stats)
 {
 	self = getpid();
 	atomic_store(&shared->supervisor, (int)self);
-	prctl(PR_SET_NAME, "epollfix-gosup", 0, 0, 0); /* for ps, status and tests */
+	prctl(PR_SET_NAME, EF_GO_COMM, 0, 0, 0); /* for ps, status and tests */
 	for (int i = 0; i < MAX_PROCS; i++)
 		forget(&procs[i]);
 	loop = epoll_create1(EPOLL_CLOEXEC);
@@ -596,7 +591,13 @@ void ef_go_supervise(int sock, const char *stats)
 	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
 		_exit(0); /* the launcher gave up before the filter: nothing to serve */
 	memcpy(&listener, CMSG_DATA(c), sizeof(int));
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* A memfd's page, so that status finds it by name in /proc/PID/maps. */
+	int mem = memfd_create(EF_GO_MEMFD, MFD_CLOEXEC);
+	shared = mem >= 0 && ftruncate(mem, sizeof(*shared)) == 0
+			 ? mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)
+			 : MAP_FAILED;
+	if (mem >= 0)
+		close(mem);
 	if (shared == MAP_FAILED)
 		_exit(1); /* no ack: the launcher says so and stops */
 	memcpy(shared->magic, EF_GO_SHARED_MAGIC, sizeof(shared->magic));

@@ -8,97 +8,10 @@
 #ifndef EPOLLFIX_GOSUP_H
 #define EPOLLFIX_GOSUP_H
 
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/ioctl.h>
-
-/* ---- The kernel's seccomp listener ABI, spelled out (musl has no
- * <linux/seccomp.h>) ------------------------------------------------------ */
-
-#define EF_SECCOMP_SET_MODE_FILTER 1
-#define EF_SECCOMP_GET_ACTION_AVAIL 2
-#define EF_SECCOMP_FLAG_NEW_LISTENER (1UL << 3)
-#define EF_SECCOMP_RET_ALLOW 0x7fff0000U
-#define EF_SECCOMP_RET_USER_NOTIF 0x7fc00000U
-#define EF_NOTIF_FLAG_CONTINUE 1U
-#define EF_NOTIF_FD_SYNC_WAKE_UP 1UL /* Linux 6.6 */
-
-struct ef_seccomp_data {
-	int32_t nr;
-	uint32_t arch;
-	uint64_t ip;
-	uint64_t args[6];
-};
-struct ef_notif {
-	uint64_t id;
-	uint32_t pid; /* the thread, in the listener's pid namespace */
-	uint32_t flags;
-	struct ef_seccomp_data data;
-};
-struct ef_notif_resp {
-	uint64_t id;
-	int64_t val;
-	int32_t error;
-	uint32_t flags;
-};
-#define EF_NOTIF_RECV _IOWR('!', 0, struct ef_notif)
-#define EF_NOTIF_SEND _IOWR('!', 1, struct ef_notif_resp)
-#define EF_NOTIF_ID_VALID _IOW('!', 2, uint64_t)
-#define EF_NOTIF_SET_FLAGS _IOW('!', 4, uint64_t)
-
-/* x86_64's numbers: the filter traps these, nothing else. */
-#define EF_AUDIT_ARCH_X86_64 0xc000003eU
-#define EF_NR_EPOLL_WAIT 232
-#define EF_NR_EPOLL_PWAIT 281
-
-/* The filter (golaunch.c), as a struct ef_bpf_prog of sandbox.h. */
-struct ef_bpf_prog;
-const struct ef_bpf_prog *ef_go_filter(void);
-
-/* ---- What the supervisor and its heir share: one MAP_SHARED page --------- */
-
-enum ef_go_counter {
-	EF_GC_NOTIFIED,    /* notifications received */
-	EF_GC_ARMED,       /* timers set at the runtime's deadline */
-	EF_GC_PASSED,      /* calls of processes passed through (not Go, stripped...) */
-	EF_GC_NOT_POLLING, /* sched.lastpoll was not 0: not the netpoller's blocking wait */
-	EF_GC_OTHER_FD,    /* the fd was not runtime.epfd (a program's own epoll) */
-	EF_GC_GONE,        /* the call was over before the answer (signal, exit) */
-	EF_GC_UNREADABLE,  /* process_vm_readv or pidfd_getfd refused */
-	EF_GC_NO_TAG,      /* the epoll instance had no item tagged as the runtime's wake-up */
-	EF_GC_PROCS_GO,    /* processes supervised */
-	EF_GC_PROCS_PASS,  /* processes passed through */
-	EF_GC_TAKEOVERS,   /* heirs that took over */
-	EF_GC_COUNT
-};
-
-#define EF_GO_SHARED_MAGIC "epollfix go sup"
-
-struct ef_go_shared {
-	char magic[16];
-	_Atomic uint64_t pending; /* a notification received and not yet answered */
-	_Atomic int supervisor;   /* the pid answering now */
-	_Atomic int reported;     /* the report is written once, by whoever ends */
-	_Atomic uint64_t count[EF_GC_COUNT];
-};
-
 /* The supervisor's side, run in the detached process golaunch.c forked:
  * receives the listener over sock, acks it, and serves until no task uses
  * the filter. stats: where the report goes at the end ("" none, "1" stderr,
  * else a file). Never returns. */
 __attribute__((noreturn)) void ef_go_supervise(int sock, const char *stats);
-
-/* The launcher's side (golaunch.c): what `epollfix PROGRAM` will do with the
- * executable at path, as one line into out; 1 when it supervises. */
-struct ef_buf;
-int ef_go_plan(const char *path, struct ef_buf *out);
-
-/* Forks the supervisor, installs the filter in this process, hands the
- * listener over and waits for the ack. 0: supervised, exec now. -1: not (the
- * filter is not installed; a line said why). Exits (126) when the filter is
- * in place and no supervisor took the listener: a program started then would
- * fail on its first sub-ms wait. */
-int ef_go_launch(const char *stats);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "epollfix.h"
-#include "gosup.h"
+#include "golaunch.h"
 #include "report.h"
 #include "sandbox.h"
 #include "status.h"

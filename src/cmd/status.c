@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "golook.h"
 #include "look.h"
 #include "parse.h"
 #include "show.h"
@@ -29,7 +30,8 @@ static int usage(FILE *out)
 {
 	fprintf(out,
 		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--watch[=1s]] [PID]\n\n"
-		"Without PID: one line for each process with libepollfix loaded that you may read.\n"
+		"Without PID: one line for each process with libepollfix loaded that you may read,\n"
+		"and the report line of each Go supervisor (epollfix-gosup, doc/go.md).\n"
 		"With PID: the report the process would print at exit (EPOLLFIX_STATS), now.\n"
 		"Rates are per second since the process started, or with --watch since the previous\n"
 		"refresh. --json: one JSON object per process and line. --metrics: Prometheus's\n"
@@ -119,6 +121,7 @@ static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
 		return -1;
 	}
 	ef_metrics_write(f, ls, n);
+	ef_golook_metrics(f);
 	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
 	/* rename replaces the name, never writes through it: a link planted
 	 * since the check above is replaced, not followed. */
@@ -139,6 +142,7 @@ static int write_metrics(const char *dir, const struct look *ls, size_t n)
 {
 	if (!dir) {
 		ef_metrics_write(stdout, ls, n);
+		ef_golook_metrics(stdout);
 		return 0;
 	}
 	static const char final[] = "epollfix.prom";
@@ -237,10 +241,12 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 		shown++;
 	}
 	closedir(d);
-	if (!json && !shown)
+	/* Go supervisors: their report line each (golook.h). */
+	int supervisors = json ? 0 : ef_golook_list(stdout);
+	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
-	else if (!json)
+	else if (!json && shown)
 		printf(nprev ? "rates: per second since the previous look (for a process new since then: since it started)\n"
 			     : "rates: per second since each process started\n");
 	if (refused)
@@ -326,7 +332,13 @@ int ef_status_main(int argc, char **argv)
 		}
 		if (watch && tty && !json)
 			fputs("\033[H\033[2J", stdout);
-		if (pid) {
+		struct ef_golook g;
+		if (pid && !json && ef_golook_at(pid, &g)) {
+			char text[1024];
+			struct ef_buf b = EF_BUF(text);
+			ef_go_report(pid, g.count, &b);
+			fputs(text, stdout);
+		} else if (pid) {
 			struct look l;
 			if (!ef_look_at(pid, &l)) {
 				const char *why;

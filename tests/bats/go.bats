@@ -270,3 +270,27 @@ median_late_us() {
 	assert_success
 	[ "$(median_late_us "$output")" -lt 600 ] || fail "with: $(median_late_us "$output")us"
 }
+
+@test "status lists the supervisor with its counters; status PID gives its report; --metrics its series" {
+	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
+	local pid=$!
+	echo "$pid" >>"$pids_file"
+	sleep 0.7
+	local sup
+	sup=$(supervisor_pid)
+	[ -n "$sup" ] || fail "no supervisor"
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^epollfix\[$sup\] Go supervisor: [1-9][0-9]* notifications, [1-9][0-9]* timers set at the runtime's deadline; .*\(processes: 1 Go, 0 passed through\)"
+	run "$cmd" status "$sup"
+	assert_success
+	assert_line --regexp "^epollfix\[$sup\] Go supervisor: [1-9][0-9]* notifications"
+	run --separate-stderr "$cmd" status --metrics
+	assert_success
+	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$sup\"\} [1-9][0-9]*$"
+	assert_line "epollfix_go_fallbacks_total{pid=\"$sup\",reason=\"no_tag\"} 0"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output" || fail "promtool: $output"
+	fi
+	kill "$pid"
+}
