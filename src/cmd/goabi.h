@@ -72,6 +72,7 @@ struct ef_go_shared {
 	_Atomic uint64_t pending; /* a notification received and not yet answered */
 	_Atomic int supervisor;   /* the pid answering now */
 	_Atomic int reported;     /* the report is written once, by whoever ends */
+	int program;              /* the pid of the program epollfix started */
 	_Atomic uint64_t count[EF_GC_COUNT];
 };
 

@@ -140,7 +140,7 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 /* The supervisor's process: out of the program's session and process group
  * (a terminal's Ctrl-C, kill -PGID), deaf to every catchable signal, with no
  * fd of the program's but stderr and the socket. */
-__attribute__((noreturn)) static void become_supervisor(int sock, const char *stats)
+__attribute__((noreturn)) static void become_supervisor(int sock, const char *stats, int program)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	for (int s = 1; s < NSIG; s++)
@@ -167,7 +167,7 @@ __attribute__((noreturn)) static void become_supervisor(int sock, const char *st
 	if (chdir("/") != 0) {
 		/* keeps the program's directory busy, nothing worse */
 	}
-	ef_go_supervise(sock, stats);
+	ef_go_supervise(sock, stats, program);
 }
 
 static int send_fd(int sock, int fd)
@@ -216,6 +216,7 @@ int ef_go_launch(const char *stats)
 		return -1;
 	}
 	fflush(NULL);
+	int program = (int)getpid();
 	/* Double fork: the supervisor is no child of the program, which then
 	 * never sees its SIGCHLD or its zombie. */
 	pid_t mid = fork();
@@ -223,7 +224,7 @@ int ef_go_launch(const char *stats)
 		close(sv[0]);
 		pid_t sup = fork();
 		if (sup == 0)
-			become_supervisor(sv[1], stats);
+			become_supervisor(sv[1], stats, program);
 		_exit(sup < 0 ? 1 : 0);
 	}
 	close(sv[1]);

@@ -11,14 +11,14 @@
 
 #include "proc.h"
 
-void ef_go_report(long pid, const uint64_t *c, struct ef_buf *b)
+void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 {
-	ef_fmt(b, "epollfix[%ld] Go supervisor: %" PRIu64 " notifications, %" PRIu64
+	ef_fmt(b, "epollfix[%ld] Go supervisor of pid %ld: %" PRIu64 " notifications, %" PRIu64
 		  " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
 		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag; %" PRIu64
 		  " takeovers\n",
-	       pid, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
+	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
 	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_TAKEOVERS]);
 }
@@ -50,6 +50,7 @@ int ef_golook_at(long pid, struct ef_golook *g)
 	    memcmp(s.magic, EF_GO_SHARED_MAGIC, sizeof(s.magic)) != 0)
 		return 0;
 	g->pid = pid;
+	g->program = s.program;
 	for (int i = 0; i < EF_GC_COUNT; i++)
 		g->count[i] = s.count[i];
 	return 1;
@@ -85,7 +86,7 @@ static void line(const struct ef_golook *g, FILE *out, int i)
 	char text[1024];
 	struct ef_buf b = EF_BUF(text);
 	(void)i;
-	ef_go_report(g->pid, g->count, &b);
+	ef_go_report(g->pid, g->program, g->count, &b);
 	fputs(text, out);
 }
 
@@ -115,7 +116,8 @@ static unsigned current;
 static void sample(const struct ef_golook *g, FILE *out, int i)
 {
 	(void)i;
-	fprintf(out, "%s{pid=\"%ld\"%s%s} %" PRIu64 "\n", series[current].name, g->pid,
+	fprintf(out, "%s{pid=\"%ld\",program=\"%ld\"%s%s} %" PRIu64 "\n", series[current].name,
+		g->pid, g->program,
 		series[current].labels ? "," : "", series[current].labels ? series[current].labels : "",
 		g->count[series[current].c]);
 }

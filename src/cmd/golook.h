@@ -15,7 +15,7 @@
 #define EF_GO_COMM "epollfix-gosup"
 
 struct ef_golook {
-	long pid;
+	long pid, program;
 	uint64_t count[EF_GC_COUNT];
 };
 
@@ -23,7 +23,7 @@ struct ef_golook {
 int ef_golook_at(long pid, struct ef_golook *g);
 
 /* The report: one line, as at the end and for `epollfix status PID`. */
-void ef_go_report(long pid, const uint64_t *count, struct ef_buf *b);
+void ef_go_report(long pid, long program, const uint64_t *count, struct ef_buf *b);
 
 /* Every supervisor in /proc: one line each (status; the number found), or
  * the metrics' families (--metrics; none when there is no supervisor). */

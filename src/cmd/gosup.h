@@ -11,7 +11,8 @@
 /* The supervisor's side, run in the detached process golaunch.c forked:
  * receives the listener over sock, acks it, and serves until no task uses
  * the filter. stats: where the report goes at the end ("" none, "1" stderr,
- * else a file). Never returns. */
-__attribute__((noreturn)) void ef_go_supervise(int sock, const char *stats);
+ * else a file); program: the pid it serves first, for status. Never
+ * returns. */
+__attribute__((noreturn)) void ef_go_supervise(int sock, const char *stats, int program);
 
 #endif

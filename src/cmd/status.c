@@ -336,7 +336,7 @@ int ef_status_main(int argc, char **argv)
 		if (pid && !json && ef_golook_at(pid, &g)) {
 			char text[1024];
 			struct ef_buf b = EF_BUF(text);
-			ef_go_report(pid, g.count, &b);
+			ef_go_report(pid, g.program, g.count, &b);
 			fputs(text, stdout);
 		} else if (pid) {
 			struct look l;
