@@ -102,8 +102,8 @@ sleeps_supervised() {
 	local n t
 	n=$(counter notifications) t=$(counter timers)
 	# Each sub-ms sleep blocks the netpoller once (a few find the timer due
-	# already); a timer for each, never more notifications than sleeps.
-	[ "$t" -ge 270 ] && [ "$n" -le 300 ] && [ "$t" -le "$n" ] || fail "$(cat "$report")"
+	# already; the runtime's own timers may add one or two); a timer each.
+	[ "$t" -ge 270 ] && [ "$n" -le 303 ] && [ "$t" -le "$n" ] || fail "$(cat "$report")"
 	[ "$(counter go)" -eq 1 ] && [ "$(counter no_tag)" -eq 0 ] && [ "$(counter unreadable)" -eq 0 ] ||
 		fail "$(cat "$report")"
 }
@@ -304,12 +304,13 @@ median_late_us() {
 	kill "$pid"
 }
 
-@test "a 1 ms ticker: no tick early, at most one notification and one timer a tick" {
+@test "a 1 ms ticker: no tick early, one notification and one timer a tick" {
 	run --separate-stderr "$cmd" --stats="$report" "$(prog local static ticker)" 1ms 1000
 	assert_success
 	assert_output --regexp "^ticks=1000 early=0 "
 	wait_report
 	local n t
 	n=$(counter notifications) t=$(counter timers)
-	[ "$n" -le 1000 ] && [ "$t" -ge 900 ] || fail "$(cat "$report")"
+	# The runtime's own timers (a GC's, a scavenger's) may add a few.
+	[ "$n" -le 1010 ] && [ "$t" -ge 900 ] || fail "$(cat "$report")"
 }
