@@ -191,8 +191,9 @@ static int send_fd(int sock, int fd)
 	return n == 1 ? 0 : -1;
 }
 
-/* 0 when the supervisor said it holds the listener; else why not. */
-static const char *wait_ack(int sock)
+/* NULL when the supervisor said it holds the listener (its pid in *sup);
+ * else why not. */
+static const char *wait_ack(int sock, int *sup)
 {
 	struct pollfd p = { sock, POLLIN, 0 };
 	int r;
@@ -200,11 +201,12 @@ static const char *wait_ack(int sock)
 		;
 	if (r == 0)
 		return "no answer in 10s";
-	char byte = 0;
+	char ack[1 + sizeof(int)] = { 0 };
 	ssize_t n;
-	while ((n = read(sock, &byte, 1)) < 0 && errno == EINTR)
+	while ((n = read(sock, ack, sizeof(ack))) < 0 && errno == EINTR)
 		;
-	return n == 1 && byte == 'A' ? NULL : "it ended before it held the listener";
+	memcpy(sup, ack + 1, sizeof(*sup));
+	return n == (ssize_t)sizeof(ack) && ack[0] == 'A' ? NULL : "it ended before it held the listener";
 }
 
 int ef_go_launch(const char *stats)
@@ -267,7 +269,8 @@ int ef_go_launch(const char *stats)
 	/* From here the filter is in force and cannot be taken off: the
 	 * listener must reach the supervisor before this copy closes, or the
 	 * program's first sub-ms wait fails with ENOSYS and Go throws. */
-	const char *why = send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0]) : "sendmsg failed";
+	int sup = 0;
+	const char *why = send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0], &sup) : "sendmsg failed";
 	if (why) {
 		fprintf(stderr,
 			"epollfix: the Go supervisor did not take the filter's listener (%s): not starting "
@@ -276,6 +279,10 @@ int ef_go_launch(const char *stats)
 	}
 	close((int)listener);
 	close(sv[0]);
+	/* Yama's ptrace_scope 1 lets only ancestors read a process, and the
+	 * supervisor is none: the program names it (EINVAL without Yama). An heir
+	 * that takes over is not named: it falls back where it cannot read. */
+	prctl(PR_SET_PTRACER, (unsigned long)sup, 0, 0, 0);
 	if (alone)
 		setenv(EF_GO_FILTER_ENV, "1", 1);
 	return 0;

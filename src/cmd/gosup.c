@@ -615,8 +615,12 @@ void ef_go_supervise(int sock, const char *stats, int program)
 	ioctl(listener, EF_NOTIF_SET_FLAGS, EF_NOTIF_FD_SYNC_WAKE_UP);
 	for (int i = 0; i < MAX_PROCS; i++)
 		procs[i].pidfd = procs[i].taskdir = -1;
-	byte = 'A';
-	while (write(sock, &byte, 1) < 0 && errno == EINTR)
+	/* The ack, and who we are: under Yama's ptrace_scope 1 the program
+	 * names us its ptracer (process_vm_readv and pidfd_getfd need it). */
+	char ack[1 + sizeof(int)] = { 'A' };
+	int me = (int)getpid();
+	memcpy(ack + 1, &me, sizeof(me));
+	while (write(sock, ack, sizeof(ack)) < 0 && errno == EINTR)
 		;
 	close(sock);
 	serve(stats);
