@@ -243,7 +243,6 @@ int ef_go_launch(const char *stats)
 	/* The preloaded library (cgo) reads a filter in force at start as of
 	 * unknown content; told this one is alone, it knows it (sandbox.h). */
 	int alone = ef_seccomp_status_via(syscall) == 0;
-	unsetenv(EF_GO_FILTER_ENV);
 	/* Single-threaded here: no TSYNC. The listener is close-on-exec. With
 	 * CAP_SYS_ADMIN no no_new_privs is needed, and setuid children of the
 	 * program keep working; without it the kernel asks for no_new_privs. */
@@ -283,7 +282,11 @@ int ef_go_launch(const char *stats)
 	 * supervisor is none: the program names it (EINVAL without Yama). An heir
 	 * that takes over is not named: it falls back where it cannot read. */
 	prctl(PR_SET_PTRACER, (unsigned long)sup, 0, 0, 0);
+	/* Only now: a failed install leaves the filters, and the word of the
+	 * launcher that installed them, as they were. */
 	if (alone)
 		setenv(EF_GO_FILTER_ENV, "1", 1);
+	else
+		unsetenv(EF_GO_FILTER_ENV);
 	return 0;
 }

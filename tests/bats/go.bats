@@ -247,12 +247,18 @@ load_and_kill() {
 	load_and_kill heir sup
 }
 
-@test "cgo: the library upgrades the C code's waits under the supervisor's filter, untrapped" {
+# cgo_busy: tests/progs/cgo_busy built into $bin, or the test is skipped.
+cgo_busy() {
 	need_glibc
 	command -v /usr/local/go/bin/go >/dev/null || command -v go >/dev/null || skip "no go"
-	local bin=$BATS_TEST_TMPDIR/cgo-busy
+	bin=$BATS_TEST_TMPDIR/cgo-busy
 	(cd "$PROGS_SRC/cgo_busy" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=1 \
 		"$(command -v /usr/local/go/bin/go || command -v go)" build -o "$bin" .) || skip "go build failed"
+}
+
+@test "cgo: the library upgrades the C code's waits under the supervisor's filter, untrapped" {
+	local bin
+	cgo_busy
 	# --clamp turns the C code's zero-timeout spin into waits: epoll_pwait2
 	# (not trapped) when the library knows the filter, else whole 1 ms waits,
 	# each a notification.
@@ -313,4 +319,32 @@ median_late_us() {
 	n=$(counter notifications) t=$(counter timers)
 	# The runtime's own timers (a GC's, a scavenger's) may add a few.
 	[ "$n" -le 1010 ] && [ "$t" -ge 900 ] || fail "$(cat "$report")"
+}
+
+@test "epollfix under a supervised Go program: the second listener is refused (EBUSY), the first supervisor serves both" {
+	# The outer command supervises stress; stress runs the command again, whose
+	# filter would be a second listener: it runs the program without, and the
+	# outer filter, inherited, brings the inner program to the outer supervisor.
+	run --separate-stderr "$cmd" --stats="$report" "$(prog local static stress)" run \
+		"$cmd" "$(prog local static sleeps)" 100us 300
+	assert_success
+	[[ "$stderr" == *"seccomp listener: another listener is in force (EBUSY)"* ]] || fail "$stderr"
+	[ "$(wc -l <<<"$stderr")" -eq 1 ] || fail "$stderr"
+	wait_report
+	# The inner program's sleeps, each a timer of the outer supervisor (stress
+	# itself only waits for its child: no sub-ms wait of its own).
+	[ "$(counter go)" -ge 1 ] && [ "$(counter timers)" -ge 270 ] || fail "$(cat "$report")"
+}
+
+@test "cgo under a refused second listener: the library still knows the one filter in force" {
+	local bin
+	cgo_busy
+	# The inner command's listener is refused (EBUSY): the filter in force is
+	# still the outer one, alone, and the library in cgo-busy must know it.
+	run --separate-stderr "$cmd" --stats="$report" "$(prog local static stress)" run \
+		"$cmd" --clamp=1ms "$bin" 1
+	assert_success
+	[[ "$stderr" == *"(EBUSY)"* ]] || fail "$stderr"
+	wait_report
+	[ "$(counter notifications)" -le 20 ] || fail "$(cat "$report")"
 }
