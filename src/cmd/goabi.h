@@ -62,6 +62,7 @@ enum ef_go_counter {
 	EF_GC_PROCS_GO,    /* processes supervised */
 	EF_GC_PROCS_PASS,  /* processes passed through */
 	EF_GC_TAKEOVERS,   /* heirs that took over */
+	EF_GC_INSTANCES,   /* epoll instances given a timer (a new one after an exec) */
 	EF_GC_COUNT
 };
 

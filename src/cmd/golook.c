@@ -17,10 +17,10 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 		  " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
 		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag; %" PRIu64
-		  " takeovers\n",
+		  " epoll instances; %" PRIu64 " takeovers\n",
 	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
-	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_TAKEOVERS]);
+	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_INSTANCES], c[EF_GC_TAKEOVERS]);
 }
 
 int ef_golook_at(long pid, struct ef_golook *g)
@@ -110,6 +110,7 @@ static const struct {
 	{ EF_GC_PROCS_GO, "epollfix_go_processes_total", "kind=\"go\"" },
 	{ EF_GC_PROCS_PASS, "epollfix_go_processes_total", "kind=\"passed\"" },
 	{ EF_GC_TAKEOVERS, "epollfix_go_takeovers_total", NULL },
+	{ EF_GC_INSTANCES, "epollfix_go_epoll_instances_total", NULL },
 };
 static unsigned current;
 
@@ -136,6 +137,7 @@ void ef_golook_metrics(FILE *out)
 		{ "epollfix_go_fallbacks_total", "Trapped waits let run as asked, by reason." },
 		{ "epollfix_go_processes_total", "Processes the supervisor saw, supervised or passed through." },
 		{ "epollfix_go_takeovers_total", "Heirs that took over from a supervisor that died." },
+		{ "epollfix_go_epoll_instances_total", "The runtimes' epoll instances given a timer (anew after an exec)." },
 	};
 	/* No supervisor, no families: the library's metrics stay as they were. */
 	if (each(none, out) == 0)

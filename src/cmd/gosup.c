@@ -359,6 +359,7 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 		return NULL;
 	}
 	*freei = (struct instance){ .fd = fd, .dup = dup, .tfd = tfd };
+	count(EF_GC_INSTANCES);
 	return freei;
 }
 

@@ -124,6 +124,10 @@ func part(seconds float64) (sleeps, early int64) {
 }
 
 func main() {
+	// The netpoller first, before any other fd: its epoll fd then takes the
+	// same number in every image, and the re-exec's new instance reuses the
+	// old one's number (the supervisor must tell them apart by kcmp).
+	time.Sleep(time.Microsecond)
 	if len(os.Args) > 2 && os.Args[1] == "run" {
 		c := exec.Command(os.Args[2], os.Args[3:]...)
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
