@@ -52,6 +52,7 @@
 /* A process passed through is looked at again after this long, so one that
  * exec'd a Go program is found within it (an exec keeps the pid). */
 #define RECHECK_NS (100 * 1000000LL)
+#define MAX_RETRIES 8
 
 enum { TAG_LISTENER = 1, TAG_HEIR, TAG_PROC };
 #define TAG(kind, i) (((uint64_t)(kind) << 32) | (uint32_t)(i))
@@ -72,6 +73,7 @@ struct proc {
 	ino_t ino;
 	uint64_t startcode;
 	int64_t checked_ns;
+	unsigned retries; /* identifications left to retry at once (see identify) */
 	struct ef_go_image img;
 	uint64_t bias;
 	pid_t tids[MAX_TIDS];
@@ -156,10 +158,12 @@ static int bias_of(struct proc *p)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -1;
-	char line[512];
+	char *line = NULL;
+	size_t cap = 0;
 	int found = -1;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	while (fgets(line, sizeof(line), f)) {
+	/* Whole lines, however long a path: a tail never reads as a line. */
+	while (getline(&line, &cap, f) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
 		if (sscanf(line, "%llx-%llx %*4s %llx %x:%x %llu", &start, &end, &off, &maj, &min, &ino) != 6)
@@ -170,6 +174,7 @@ static int bias_of(struct proc *p)
 			break;
 		}
 	}
+	free(line);
 	fclose(f);
 	return found;
 }
@@ -180,6 +185,7 @@ static void identify(struct proc *p)
 	char path[64];
 	struct stat st;
 	enum state was = p->state;
+	int go = 0;
 
 	for (int i = 0; i < MAX_INSTANCES; i++)
 		drop_instance(&p->inst[i]);
@@ -192,13 +198,20 @@ static void identify(struct proc *p)
 		p->dev = st.st_dev;
 		p->ino = st.st_ino;
 		if (ef_go_image_read(fd, &p->img) == EF_GO_OK)
-			p->state = GO;
+			p->state = GO, go = 1;
 	}
 	if (fd >= 0)
 		close(fd);
 	p->bias = 0;
 	if (p->state == GO && p->img.pie && bias_of(p) != 0)
 		p->state = PASS;
+	/* Read in the middle of an exec (the new executable, its segments not
+	 * all mapped yet) or of a failed open: not a verdict. Asked again at the
+	 * next call, a few times, before the 100 ms rhythm of a passed process. */
+	if (p->state == PASS && (fd < 0 || go || !p->startcode) && p->retries > 0)
+		p->retries--, p->checked_ns = 0;
+	else if (p->state == GO)
+		p->retries = MAX_RETRIES;
 	if (p->state != was)
 		count(p->state == GO ? EF_GC_PROCS_GO : EF_GC_PROCS_PASS);
 }
@@ -271,6 +284,7 @@ static struct proc *process_of(pid_t tid)
 			return NULL;
 		}
 		p->tgid = tgid;
+		p->retries = MAX_RETRIES;
 		p->state = FREE; /* identify counts the state it finds */
 		identify(p);
 	}
@@ -384,14 +398,17 @@ static void handle(const struct ef_notif *n)
 		answer(n->id);
 		return;
 	}
-	if (p->state == PASS && now_ns() - p->checked_ns > RECHECK_NS) {
+	if (p->state == PASS && !p->checked_ns) {
+		identify(p); /* a retry (identify) */
+	} else if (p->state == PASS && now_ns() - p->checked_ns > RECHECK_NS) {
 		struct stat st;
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->tgid);
 		if (stat(path, &st) != 0 || st.st_dev != p->dev || st.st_ino != p->ino ||
 		    startcode_of(p->tgid) != p->startcode)
 			identify(p);
-		p->checked_ns = now_ns();
+		else
+			p->checked_ns = now_ns();
 	}
 	if (p->state != GO) {
 		count(EF_GC_PASSED);

@@ -188,6 +188,8 @@ sleeps_supervised() {
 		# Three runtimes, three epoll instances: the re-exec's is new even where
 		# its fd number is the old one's (kcmp tells them apart).
 		[ "$(counter instances)" -ge 3 ] || fail "$r: $(cat "$report")"
+		# Read during the exec, a process is not judged passed through.
+		[ "$(counter passed_procs)" -eq 0 ] || fail "$r: $(cat "$report")"
 		[ "$t" -ge $((n * 9 / 10)) ] || fail "$r: $(cat "$report")"
 	done
 }
