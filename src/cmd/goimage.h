@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The releases whose runtime was read and tested (doc/go.md): sched.lastpoll
- * at offset 8 and sched.pollUntil at 16 of runtime.schedt, the netpoller's
- * epoll_pwait(runtime.epfd, ..., 1, NULL) for a delay under 1 ms, and the
- * wake-up item's data the address of runtime.netpollBreakRd (a pipe: 1.20,
- * 1.22) or runtime.netpollEventFd (an eventfd: 1.26), registered EPOLLIN. */
+/* The releases whose runtime sources were read (doc/go.md: 1.20.14, 1.21.0,
+ * 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8; the tests build with 1.20, 1.22
+ * and 1.26): sched.lastpoll at offset 8 and sched.pollUntil at 16 of
+ * runtime.schedt, the netpoller's epoll_pwait(runtime.epfd, ..., 1, NULL) for
+ * a delay under 1 ms, and the wake-up item's data the address of
+ * runtime.netpollBreakRd (a pipe: up to 1.22) or runtime.netpollEventFd (an
+ * eventfd: 1.23 on), registered EPOLLIN. */
 #define EF_GO_MINOR_MIN 20
 #define EF_GO_MINOR_MAX 26
 #define EF_GO_SCHED_LASTPOLL 8
