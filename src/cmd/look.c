@@ -450,6 +450,8 @@ int ef_look_at(long pid, struct look *l)
 		return 0;
 	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
+	/* Only for a process with the library: its environment is read whole. */
+	ef_pod_of(pid, l->cgroup, &l->pod);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "fmt.h"
 #include "live.h"
+#include "pod.h"
 #include "totals.h"
 
 struct look {
@@ -21,6 +22,7 @@ struct look {
 	char comm[64];
 	long ns_pid;      /* its pid in its own pid namespace (NSpid's last); 0: unknown */
 	char cgroup[256]; /* its cgroup (/proc/PID/cgroup's first line), "" unknown */
+	struct ef_pod pod; /* its Kubernetes pod, when it runs in one (pod.h) */
 	char lib[PATH_MAX];
 	struct ef_live block;
 	char build_id[65]; /* the block's, in hex */

@@ -1,7 +1,8 @@
 /* `epollfix status --metrics` and `--textfile=DIR`: what the looks at running
  * processes (look.h) hold, for Prometheus. Every sample carries the process:
  * pid, program, and the container it runs in (its pid in its namespace, its
- * cgroup), so a dashboard can tell services apart from the host. Counters are
+ * cgroup; in Kubernetes namespace, pod and container, or pod_uid and
+ * container_id), so a dashboard can tell services apart. Counters are
  * the process's own totals (a server derives rates); the lateness of timed
  * waits is a histogram of the library's own power-of-two buckets. */
 #include "look.h"
@@ -28,7 +29,8 @@ static void label(FILE *out, const char *name, const char *value)
 	fputc('"', out);
 }
 
-/* `name{pid="..",program="..",ns_pid="..",cgroup=".."` and extra, then "} ". */
+/* `name{pid="..",program="..",ns_pid="..",cgroup=".."`, the pod's labels
+ * that are known, and extra, then "} ". */
 static void sample(FILE *out, const char *name, const struct look *l, const char *extra)
 {
 	char pid[24], ns_pid[24];
@@ -42,6 +44,17 @@ static void sample(FILE *out, const char *name, const struct look *l, const char
 	label(out, "ns_pid", ns_pid);
 	fputc(',', out);
 	label(out, "cgroup", l->cgroup);
+	/* Its pod, as far as it is known: names from the variables the chart
+	 * injects, else the uid and id its cgroup path gives (pod.h). */
+	const struct ef_pod *p = &l->pod;
+	const char *const kube[][2] = { { "namespace", p->ns }, { "pod", p->name },
+					{ "container", p->container }, { "pod_uid", p->uid },
+					{ "container_id", p->container_id } };
+	for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++)
+		if (kube[i][1][0]) {
+			fputc(',', out);
+			label(out, kube[i][0], kube[i][1]);
+		}
 	fprintf(out, "%s%s} ", extra ? "," : "", extra ? extra : "");
 }
 

@@ -137,6 +137,20 @@ void ef_show_json(FILE *out, const struct look *l, const struct ef_show_rates *r
 		late_bound_json(ef_late_quantile_us(t, 990)),
 		(unsigned long long)(late_n ? t->late_ns / late_n / 1000 : 0), l->ns_pid);
 	json_str(out, l->cgroup);
+	/* Its pod: null outside one, and "" for what is not known (pod.h). */
+	const struct ef_pod *pod = &l->pod;
+	if (pod->ns[0] || pod->name[0] || pod->uid[0]) {
+		const char *const kube[][2] = { { "namespace", pod->ns }, { "pod", pod->name },
+						{ "container", pod->container }, { "pod_uid", pod->uid },
+						{ "container_id", pod->container_id } };
+		for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++) {
+			fprintf(out, "%s\"%s\":", i ? "," : ",\"kubernetes\":{", kube[i][0]);
+			json_str(out, kube[i][1]);
+		}
+		fputc('}', out);
+	} else {
+		fputs(",\"kubernetes\":null", out);
+	}
 	fprintf(out,
 		",\"rates\":{\"since\":\"%s\",\"seconds\":%.3f,\"upgraded\":%.1f,\"clamped\":%.1f,"
 		"\"passed\":%.1f}",
@@ -217,9 +231,15 @@ void ef_show_line(FILE *out, const struct look *l, const struct ef_show_rates *r
 		snprintf(late, sizeof(late), "%llu/more", (unsigned long long)p50);
 	else
 		snprintf(late, sizeof(late), "%llu/%lluus", (unsigned long long)p50, (unsigned long long)p99);
-	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s %13s  %s\n", l->pid, name,
+	/* A process in a pod says which, last: "pod namespace/name/container". */
+	char pod[512] = "";
+	if (l->pod.ns[0] || l->pod.uid[0]) {
+		memcpy(pod, "  pod ", 6);
+		ef_pod_short(&l->pod, pod + 6, sizeof(pod) - 6);
+	}
+	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s %13s  %s%s\n", l->pid, name,
 		version, (unsigned long long)l->t.upgraded, ru,
-		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, late, pw);
+		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, late, pw, pod);
 }
 
 /* Names a site of the process read (ctx) from outside. */
@@ -254,6 +274,14 @@ void ef_show_report(FILE *out, const struct look *l, const struct ef_show_rates 
 		ef_esc(&cgb, l->cgroup[0] ? l->cgroup : "?", 0);
 		fprintf(out, "epollfix[%ld] container: pid %ld in its namespace, cgroup %s\n", l->pid,
 			l->ns_pid, cg);
+	}
+	if (l->pod.ns[0] || l->pod.uid[0]) {
+		const struct ef_pod *p = &l->pod;
+		fprintf(out, "epollfix[%ld] pod: namespace %s, pod %s, container %s, pod uid %s, "
+			     "container id %s\n",
+			l->pid, p->ns[0] ? p->ns : "?", p->name[0] ? p->name : "?",
+			p->container[0] ? p->container : "?", p->uid[0] ? p->uid : "?",
+			p->container_id[0] ? p->container_id : "?");
 	}
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
