@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "copy.h"
 #include "epollfix.h"
 #include "golaunch.h"
 #include "report.h"
@@ -28,7 +29,8 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: epollfix [options] [--] command [args...]\n"
 		     "       epollfix --check [options] [PROGRAM]\n"
-		     "       epollfix status [--json] [--watch[=1s]] [PID]\n\n"
+		     "       epollfix status [--json] [--watch[=1s]] [PID]\n"
+		     "       epollfix copy-files DEST\n\n"
 		     "Runs command with libepollfix.so preloaded: epoll waits of a rounded-up\n"
 		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
 		     "Options (each sets the variable in brackets; the default in parentheses):\n");
@@ -47,7 +49,9 @@ static void usage(FILE *out)
 		     "  --help, --version\n\n"
 		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms).\n\n"
 		     "epollfix status: one line per running process with the library loaded;\n"
-		     "with PID, its report now (the exit report's text). See epollfix(1).\n");
+		     "with PID, its report now (the exit report's text).\n"
+		     "epollfix copy-files DEST: copies the tree above this command's bin/ (the\n"
+		     "image's /epollfix) into DEST, for an init container. See epollfix(1).\n");
 }
 
 /* The library beside this executable (a build tree), else where meson
@@ -203,6 +207,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "status") == 0)
 		return ef_status_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "copy-files") == 0)
+		return ef_copy_main(argc - 1, argv + 1);
 	ef_config_defaults(&scratch);
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		const char *arg = argv[i], *value;
