@@ -1,0 +1,31 @@
+{{- define "epollfix.name" -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "epollfix.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "epollfix.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The MutatingAdmissionPolicy API: the value, else v1 from 1.36 (GA), else
+     v1beta1 where the cluster serves it (1.34, 1.35 with the API turned on). */}}
+{{- define "epollfix.policyApiVersion" -}}
+{{- $v1 := "admissionregistration.k8s.io/v1" -}}
+{{- $beta := "admissionregistration.k8s.io/v1beta1" -}}
+{{- if .Values.injection.apiVersion -}}
+{{- .Values.injection.apiVersion -}}
+{{- else if or (.Capabilities.APIVersions.Has (printf "%s/MutatingAdmissionPolicy" $v1)) (semverCompare ">=1.36.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- $v1 -}}
+{{- else if .Capabilities.APIVersions.Has (printf "%s/MutatingAdmissionPolicy" $beta) -}}
+{{- $beta -}}
+{{- else -}}
+{{- fail (printf "epollfix: this cluster (%s) serves no MutatingAdmissionPolicy API (v1 from 1.36, v1beta1 in 1.34 and 1.35 when turned on): set injection.enabled=false and add the library as doc/kubernetes.md says, or set injection.apiVersion" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- end -}}

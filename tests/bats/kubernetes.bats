@@ -1,0 +1,550 @@
+#!/usr/bin/env bats
+# epollfix on Kubernetes, without a cluster of nodes: the container image's
+# files (scripts/package-image), the Helm chart rendered and validated for
+# several Kubernetes versions, the admission policy run by a real kube-apiserver
+# and etcd (pods are admitted and stored; no kubelet runs them), and
+# `epollfix status` naming the pod of a process started in its own namespaces
+# with the variables the policy injects, in a cgroup named as kubelet names one.
+# The tools come from scripts/install-k8s-tools (build/k8s-tools/).
+
+setup_file() {
+	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$BATS_TEST_DIRNAME/../../build/k8s-tools}
+	export CHART=$BATS_TEST_DIRNAME/../../deploy/helm/epollfix
+}
+
+setup() {
+	load helpers
+	cmd=$EPOLLFIX_CMD
+	pids_file=$BATS_TEST_TMPDIR/pids
+	: >"$pids_file"
+	cgroups_file=$BATS_TEST_TMPDIR/cgroups
+	: >"$cgroups_file"
+}
+
+teardown() {
+	local p c
+	tac "$pids_file" | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
+	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
+	# Deepest first: a cgroup goes only once it is empty and has no child.
+	sort -r "$cgroups_file" | while read -r c; do rmdir "$c" 2>/dev/null || true; done
+	[ ! -f "$BATS_TEST_TMPDIR/remove" ] || xargs -r rm -rf <"$BATS_TEST_TMPDIR/remove"
+}
+
+tool() {
+	[ -x "$K8S_TOOLS/bin/$1" ] ||
+		skip "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools builds it (needs Go and the module proxy)"
+}
+
+validator() {
+	[ -x "$K8S_TOOLS/venv/bin/kubernetes-validate" ] ||
+		skip "no kubernetes-validate in $K8S_TOOLS/venv: scripts/install-k8s-tools installs it from PyPI"
+}
+
+# The glibc and the musl build side by side, for the image's two libraries.
+both_builds() {
+	glibc_build=$EPOLLFIX_SRC/build musl_build=$EPOLLFIX_SRC/build-musl
+	[ -f "$glibc_build/src/libepollfix.so" ] || skip "no glibc build in $glibc_build"
+	[ -f "$musl_build/src/epollfix-static" ] ||
+		skip "no musl build in $musl_build (musl-gcc: scripts/build makes it)"
+}
+
+@test "image: both libraries and a static command at fixed paths; each library loads into its own libc's program" {
+	both_builds
+	out=$BATS_TEST_TMPDIR/image
+	run "$EPOLLFIX_SRC/scripts/package-image" "$out"
+	assert_success
+	img=$out/epollfix
+	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
+		[ -f "$img/$f" ] || fail "no $f in the image"
+	done
+	run file "$img/bin/epollfix"
+	assert_output --partial "statically linked"
+	run file -L "$img/glibc/libepollfix.so" "$img/musl/libepollfix.so"
+	assert_line --partial "shared object"
+	run "$img/bin/epollfix" --version
+	assert_success
+	assert_output --regexp '^epollfix [0-9]'
+	# Each build loads into a program of its libc and acts: its exit report.
+	run env EPOLLFIX_STATS=1 LD_PRELOAD="$img/glibc/libepollfix.so" "$glibc_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	run env EPOLLFIX_STATS=1 LD_PRELOAD="$img/musl/libepollfix.so" "$musl_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	# The static command reads a running process of either libc.
+	env LD_PRELOAD="$img/musl/libepollfix.so" "$musl_build/tests/progs/ef-sleep" --count 1000000 >/dev/null 2>&1 &
+	echo $! >>"$pids_file"
+	for i in $(seq 50); do
+		run "$img/bin/epollfix" status --json $!
+		[ "$status" = 0 ] && break
+		sleep 0.1
+	done
+	assert_success
+	assert_output --partial '"program":"ef-sleep"'
+}
+
+@test "image: a glibc build preloaded into a musl program stops it from starting (why the chart asks which containers are musl)" {
+	both_builds
+	# musl's loader exits 127 when a preloaded object's symbols do not resolve.
+	run -127 env LD_PRELOAD="$glibc_build/src/libepollfix.so" "$musl_build/tests/progs/ef-sleep" --count 1
+	assert_output --partial "symbol not found"
+}
+
+@test "image: copy-files fills an empty directory as the init container's user, with no shell" {
+	both_builds
+	# Where the init container's user may read: not under the test's own
+	# temporary directory (mode 0700).
+	out=$(mktemp -d /tmp/epollfix-image.XXXXXX)
+	echo "$out" >>"$BATS_TEST_TMPDIR/remove"
+	chmod 755 "$out"
+	"$EPOLLFIX_SRC/scripts/package-image" "$out" >/dev/null
+	dest=$out/emptydir
+	mkdir -m 1777 "$dest"
+	run setpriv --reuid=65532 --regid=65532 --clear-groups "$out/epollfix/bin/epollfix" copy-files "$dest"
+	assert_success
+	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
+		cmp "$out/epollfix/$f" "$dest/$f" || fail "$f differs"
+	done
+	[ "$(stat -c %a "$dest/bin/epollfix")" = 755 ] && [ "$(stat -c %a "$dest/glibc/libepollfix.so")" = 644 ] ||
+		fail "modes: $(stat -c '%a %n' "$dest"/*/*)"
+	[ -z "$(find "$dest" -name '.*.tmp')" ] || fail "a temporary file is left"
+	# Again over the copy (a restarted init container), then the mistakes.
+	run "$out/epollfix/bin/epollfix" copy-files "$dest"
+	assert_success
+	run "$out/epollfix/bin/epollfix" copy-files "$out/missing"
+	assert_failure 1
+	assert_output --partial "missing: No such file or directory"
+	run "$out/epollfix/bin/epollfix" copy-files
+	assert_failure 2
+	# A command outside a tree's bin/ has nothing to copy.
+	cp "$out/epollfix/bin/epollfix" "$out/epollfix-alone"
+	run "$out/epollfix-alone" copy-files "$dest"
+	assert_failure 1
+	assert_output --partial "not in a bin/ directory"
+}
+
+# render OUT ARGS...: helm template of the chart into OUT, one object a file.
+render() {
+	local out=$1
+	shift
+	mkdir -p "$out"
+	"$K8S_TOOLS/bin/helm" template t "$CHART" --namespace epollfix "$@" >"$out/all.yaml" ||
+		fail "helm template $*"
+	python3 - "$out" <<'PY'
+import sys, pathlib
+out = pathlib.Path(sys.argv[1])
+docs = [d for d in (out / "all.yaml").read_text().split("\n---\n") if d.strip() and "kind:" in d]
+for i, d in enumerate(docs):
+    (out / f"{i:02d}.yaml").write_text(d + "\n")
+PY
+}
+
+# kinds OUT: the kinds rendered, sorted.
+kinds() {
+	sed -n 's/^kind: //p' "$1"/[0-9]*.yaml | sort | tr '\n' ' '
+}
+
+@test "helm: the chart lints and renders for 1.34 (v1beta1), 1.36 and 1.37, both modes, with and without the Prometheus Operator; every object valid (strict)" {
+	tool helm
+	validator
+	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict
+	assert_success
+	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict --set injection.mode=initContainer
+	assert_success
+	local v mode op dir
+	for v in 1.36.0 1.37.0; do
+		for mode in image initContainer; do
+			for op in "" monitoring.coreos.com/v1; do
+				dir=$BATS_TEST_TMPDIR/$v-$mode-${op:+op}
+				render "$dir" --kube-version "$v" --set injection.mode=$mode \
+					${op:+--api-versions $op --set prometheusOperator.enabled=true}
+				grep -q '^apiVersion: admissionregistration.k8s.io/v1$' "$dir/all.yaml" ||
+					fail "$v: not the v1 API: $(grep apiVersion "$dir/all.yaml")"
+				if [ -n "$op" ]; then
+					[ "$(kinds "$dir")" = "DaemonSet MutatingAdmissionPolicy MutatingAdmissionPolicyBinding PodMonitor " ] ||
+						fail "$v $mode with the operator: $(kinds "$dir")"
+					! grep -q 'prometheus.io/scrape' "$dir/all.yaml" || fail "annotations beside the PodMonitor"
+				else
+					[ "$(kinds "$dir")" = "DaemonSet MutatingAdmissionPolicy MutatingAdmissionPolicyBinding " ] ||
+						fail "$v $mode: $(kinds "$dir")"
+					grep -q 'prometheus.io/scrape: "true"' "$dir/all.yaml" || fail "no scrape annotations"
+				fi
+				if [ "$mode" = initContainer ]; then
+					grep -q 'emptyDir: Object.spec.volumes.emptyDir' "$dir/all.yaml" || fail "no emptyDir"
+				else
+					grep -q 'image: Object.spec.volumes.image' "$dir/all.yaml" || fail "no image volume"
+				fi
+				# kubernetes-validate knows Kubernetes' own kinds, not the
+				# operator's: the PodMonitor is checked by its render above.
+				for f in "$dir"/[0-9]*.yaml; do
+					grep -q '^kind: PodMonitor$' "$f" && continue
+					for k in "$v" 1.37.0; do
+						run "$K8S_TOOLS/venv/bin/kubernetes-validate" --strict -k "$k" "$f"
+						[ "$status" = 0 ] || fail "$f against $k: $output"
+					done
+				done
+			done
+		done
+	done
+	# 1.34 and 1.35 serve v1beta1 where it is turned on; without it, a plain
+	# refusal that names the way out.
+	render "$BATS_TEST_TMPDIR/1.34" --kube-version 1.34.0 \
+		--api-versions admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy
+	grep -q '^apiVersion: admissionregistration.k8s.io/v1beta1$' "$BATS_TEST_TMPDIR/1.34/all.yaml" || fail "1.34: not v1beta1"
+	for f in "$BATS_TEST_TMPDIR"/1.34/[0-9]*.yaml; do
+		run "$K8S_TOOLS/venv/bin/kubernetes-validate" --strict -k 1.34.0 "$f"
+		[ "$status" = 0 ] || fail "$f against 1.34: $output"
+	done
+	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.35.0
+	assert_failure
+	assert_output --partial "serves no MutatingAdmissionPolicy API"
+	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.35.0 --set injection.enabled=false
+	assert_success
+	# The operator asked for but not served: annotations, and NOTES says so.
+	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.37.0 --set prometheusOperator.enabled=true
+	assert_success
+	refute_output --partial "kind: PodMonitor"
+	assert_output --partial 'prometheus.io/scrape: "true"'
+}
+
+# --- the admission, against a real kube-apiserver and etcd ---
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+kc() {
+	"$K8S_TOOLS/bin/kubectl" --server "https://127.0.0.1:$api_port" --token "$token" \
+		--insecure-skip-tls-verify "$@"
+}
+
+# A cluster of etcd and kube-apiserver on 127.0.0.1, in $BATS_TEST_TMPDIR.
+start_cluster() {
+	local d=$BATS_TEST_TMPDIR/cluster
+	mkdir -p "$d"
+	local etcd_port peer_port
+	etcd_port=$(free_port) peer_port=$(free_port) api_port=$(free_port)
+	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	echo "$token,admin,admin,system:masters" >"$d/tokens.csv"
+	openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+	"$K8S_TOOLS/bin/etcd" --name t --data-dir "$d/etcd" \
+		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+		--initial-cluster "t=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
+	echo $! >>"$pids_file"
+	"$K8S_TOOLS/bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+		--cert-dir "$d/certs" --token-auth-file "$d/tokens.csv" --authorization-mode AlwaysAllow \
+		--service-account-issuer https://kubernetes.default.svc \
+		--service-account-key-file "$d/sa.pub" --service-account-signing-key-file "$d/sa.key" \
+		--service-cluster-ip-range 10.96.0.0/24 --endpoint-reconciler-type none \
+		>"$d/apiserver.log" 2>&1 &
+	echo $! >>"$pids_file"
+	for i in $(seq 600); do
+		[ "$(kc get --raw /readyz 2>/dev/null)" = ok ] && break
+		kill -0 "$!" 2>/dev/null || fail "kube-apiserver stopped: $(tail -n 20 "$d/apiserver.log")"
+		sleep 0.2
+	done
+	[ "$(kc get --raw /readyz 2>/dev/null)" = ok ] || fail "kube-apiserver not ready: $(tail -n 20 "$d/apiserver.log")"
+	kc api-resources --api-group admissionregistration.k8s.io -o name | grep -q '^mutatingadmissionpolicies' ||
+		fail "no MutatingAdmissionPolicy API served"
+	for ns in shop epollfix strict; do
+		kc get namespace "$ns" >/dev/null 2>&1 || kc create namespace "$ns" >/dev/null
+	done
+	kc label namespace strict pod-security.kubernetes.io/enforce=restricted >/dev/null
+	# No controller manager: the service account controller's work by hand.
+	for ns in default shop epollfix strict kube-system; do
+		kc -n "$ns" create serviceaccount default >/dev/null 2>&1 || true
+	done
+}
+
+# install_policy ARGS...: the chart's objects, as `helm install` would make them.
+install_policy() {
+	"$K8S_TOOLS/bin/helm" template t "$CHART" --namespace epollfix --kube-version 1.37.2 "$@" \
+		>"$BATS_TEST_TMPDIR/chart.yaml" || fail "helm template"
+	kc -n epollfix apply -f "$BATS_TEST_TMPDIR/chart.yaml" >/dev/null || fail "kubectl apply"
+}
+
+# pod FILE: creates the pod in FILE (YAML), prints nothing; the stored pod is read by stored.
+create() {
+	kc create -f - >/dev/null <<<"$1" || fail "kubectl create: $1"
+}
+
+# wait_policy JQ-TEST: waits until the policy as installed acts (it takes
+# effect once the apiserver's informer has it), with probe pods.
+wait_policy() {
+	local i
+	for i in $(seq 100); do
+		create "apiVersion: v1
+kind: Pod
+metadata: {name: probe-$i, namespace: shop, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: c, image: busybox}]}"
+		if kc -n shop get pod "probe-$i" -o json | python3 -c "import json,sys; p=json.load(sys.stdin); sys.exit(0 if ($1) else 1)"; then
+			kc -n shop delete pod "probe-$i" --wait=false >/dev/null
+			return 0
+		fi
+		kc -n shop delete pod "probe-$i" --wait=false >/dev/null
+		sleep 0.3
+	done
+	fail "the policy never acted"
+}
+
+# stored NS NAME: the stored pod, abridged to what the policy may change
+# (the service account's token volume left out), as sorted JSON.
+stored() {
+	kc -n "$1" get pod "$2" -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+s = p["spec"]
+def c(x):
+    return {k: x[k] for k in ("name", "env", "volumeMounts", "securityContext", "resources", "command") if k in x and not (k == "volumeMounts" and not [m for m in x[k] if not m["name"].startswith("kube-api-access")])} | ({"volumeMounts": [m for m in x["volumeMounts"] if not m["name"].startswith("kube-api-access")]} if [m for m in x.get("volumeMounts", []) if not m["name"].startswith("kube-api-access")] else {})
+out = {"annotations": {k: v for k, v in p["metadata"].get("annotations", {}).items() if k.startswith("epollfix.io/")},
+       "volumes": [v for v in s.get("volumes", []) if not v["name"].startswith("kube-api-access")],
+       "initContainers": [c(x) for x in s.get("initContainers", [])],
+       "containers": [c(x) for x in s["containers"]]}
+print(json.dumps(out, indent=1, sort_keys=True))'
+}
+
+# expect NS NAME JSON: the stored pod is exactly JSON (a Python literal).
+expect_pod() {
+	local got
+	got=$(stored "$1" "$2")
+	{ echo "== $1/$2"; echo "$got"; } >>"$specs"
+	python3 -c '
+import json, sys
+got, want = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+if got != want:
+    print("got:", json.dumps(got, sort_keys=True), "\nwant:", json.dumps(want, sort_keys=True))
+    sys.exit(1)' "$got" "$3" || fail "$1/$2 stored differently"
+}
+
+@test "admission: a real kube-apiserver injects opted-in pods once, appends to LD_PRELOAD, leaves valueFrom, kube-system and the rest alone" {
+	tool helm
+	tool etcd
+	tool kube-apiserver
+	tool kubectl
+	command -v openssl >/dev/null || skip "no openssl"
+	specs=$BATS_TEST_TMPDIR/stored-pods.txt
+	start_cluster
+	install_policy --set agent.enabled=true
+	# The agent's DaemonSet is stored as rendered too (no node runs it).
+	kc -n epollfix get daemonset t-epollfix-agent -o jsonpath='{.spec.template.spec.hostPID}' | grep -q true ||
+		fail "no agent DaemonSet"
+	wait_policy '"epollfix.io/injected" in p["metadata"]["annotations"]'
+
+	local lib=/epollfix/glibc/libepollfix.so musl=/epollfix/musl/libepollfix.so
+	local vol='{"name": "epollfix", "image": {"reference": "registry.example.com/epollfix:0.1.0", "pullPolicy": "IfNotPresent"}}'
+	local mount='{"name": "epollfix", "mountPath": "/epollfix", "readOnly": true}'
+	ids() {
+		echo '{"name": "EPOLLFIX_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+		      {"name": "EPOLLFIX_CONTAINER_NAME", "value": "'"$1"'"}'
+	}
+	local done_ann='{"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0"}'
+
+	# No annotation: untouched.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: shop}
+spec: {containers: [{name: app, image: busybox}]}"
+	expect_pod shop plain '{"annotations": {}, "volumes": [], "initContainers": [], "containers": [{"name": "app"}]}'
+
+	# Opted in: the volume, the mount, LD_PRELOAD and the identity.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: app, image: busybox}]}"
+	expect_pod shop web '{"annotations": '"$done_ann"', "volumes": ['"$vol"'], "initContainers": [],
+		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids app)"'],
+		"volumeMounts": ['"$mount"']}]}'
+
+	# The container's own LD_PRELOAD is kept, ours appended, its order kept.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: jemalloc, namespace: shop, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: app, image: busybox, env: [{name: A, value: \"1\"}, {name: LD_PRELOAD, value: /x/libjemalloc.so}, {name: B, value: \"2\"}]}]}"
+	expect_pod shop jemalloc '{"annotations": '"$done_ann"', "volumes": ['"$vol"'], "initContainers": [],
+		"containers": [{"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "LD_PRELOAD", "value": "/x/libjemalloc.so:'$lib'"},
+		{"name": "B", "value": "2"}, '"$(ids app)"'], "volumeMounts": ['"$mount"']}]}'
+
+	# LD_PRELOAD from valueFrom: that container alone is left as it is.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: fromref, namespace: shop, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: app, image: busybox, env: [{name: LD_PRELOAD, valueFrom: {configMapKeyRef: {name: preload, key: lib}}}]}, {name: side, image: busybox}]}"
+	expect_pod shop fromref '{"annotations": '"$done_ann"', "volumes": ['"$vol"'], "initContainers": [],
+		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "valueFrom": {"configMapKeyRef": {"name": "preload", "key": "lib"}}}]},
+		{"name": "side", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids side)"'], "volumeMounts": ['"$mount"']}]}'
+	# ... and a pod with no other container is not changed at all.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: fromref-only, namespace: shop, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: app, image: busybox, env: [{name: LD_PRELOAD, valueFrom: {configMapKeyRef: {name: preload, key: lib}}}]}]}"
+	expect_pod shop fromref-only '{"annotations": {"epollfix.io/inject": "true"}, "volumes": [], "initContainers": [],
+		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "valueFrom": {"configMapKeyRef": {"name": "preload", "key": "lib"}}}]}]}'
+
+	# A musl container beside a glibc one, each given its own build.
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: mixed, namespace: shop, annotations: {epollfix.io/inject: \"true\", epollfix.io/musl: \" side , other\"}}
+spec: {containers: [{name: app, image: debian}, {name: side, image: alpine}]}"
+	expect_pod shop mixed '{"annotations": {"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0", "epollfix.io/musl": " side , other"},
+		"volumes": ['"$vol"'], "initContainers": [],
+		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids app)"'], "volumeMounts": ['"$mount"']},
+		{"name": "side", "env": [{"name": "LD_PRELOAD", "value": "'$musl'"}, '"$(ids side)"'], "volumeMounts": ['"$mount"']}]}'
+
+	# kube-system and the chart's own namespace: never.
+	for ns in kube-system epollfix; do
+		create "apiVersion: v1
+kind: Pod
+metadata: {name: sys, namespace: $ns, annotations: {epollfix.io/inject: \"true\"}}
+spec: {containers: [{name: app, image: busybox}]}"
+		expect_pod "$ns" sys '{"annotations": {"epollfix.io/inject": "true"}, "volumes": [], "initContainers": [], "containers": [{"name": "app"}]}'
+	done
+
+	# Admitted again: an injected pod's stored spec created anew is not injected twice.
+	kc -n shop get pod jemalloc -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+p["metadata"] = {"name": "again", "namespace": "shop", "annotations": p["metadata"]["annotations"]}
+p.pop("status", None)
+print(json.dumps(p))' | kc create -f - >/dev/null
+	expect_pod shop again "$(stored shop jemalloc)"
+
+	# The init container mode, in a namespace enforcing the restricted level:
+	# the init container passes it whatever the pod's own settings.
+	install_policy --set injection.mode=initContainer
+	wait_policy '"initContainers" in p["spec"]'
+	create "apiVersion: v1
+kind: Pod
+metadata: {name: copied, namespace: strict, annotations: {epollfix.io/inject: \"true\"}}
+spec:
+  securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
+  containers: [{name: app, image: busybox, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]"
+	expect_pod strict copied '{"annotations": '"$done_ann"', "volumes": [{"name": "epollfix", "emptyDir": {"sizeLimit": "8Mi"}}],
+		"initContainers": [{"name": "epollfix-copy", "command": ["/epollfix/bin/epollfix", "copy-files", "/epollfix-copy"],
+			"volumeMounts": [{"name": "epollfix", "mountPath": "/epollfix-copy"}],
+			"securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "allowPrivilegeEscalation": false,
+				"readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
+			"resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "32Mi"}}}],
+		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids app)"'], "volumeMounts": ['"$mount"'],
+			"securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}'
+	# The specs as stored, for the record.
+	cp "$specs" "$K8S_TOOLS/stored-pods.txt" 2>/dev/null || true
+}
+
+# --- the pod of a process, as the agent sees it ---
+
+# The mount point of the hierarchy of /proc/self/cgroup's first line: the
+# line `epollfix status` reads (src/cmd/look.c).
+cgroup_root() {
+	local line hier
+	line=$(head -n 1 /proc/self/cgroup)
+	hier=$(cut -d: -f2 <<<"$line")
+	if [ -z "$hier" ]; then
+		findmnt -n -t cgroup2 -o TARGET | head -n 1
+	else
+		findmnt -n -t cgroup -o TARGET,OPTIONS | awk -v h="$hier" '{n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == h) {print $1; exit}}'
+	fi
+}
+
+@test "status: a process in its own namespaces, in a cgroup named as kubelet names a pod's, shows its pod in text, JSON and metrics" {
+	[ "$(id -u)" = 0 ] || skip "namespaces and cgroups need root here"
+	command -v unshare >/dev/null || skip "no unshare"
+	root=$(cgroup_root)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy for /proc/self/cgroup's first line"
+	local uid=5b6c1d2e-0f9a-4b8c-9d7e-6a5b4c3d2e1f id
+	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	local slice=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice
+	local cg=$root/$slice/cri-containerd-$id.scope
+	mkdir -p "$cg"
+	echo "$root/kubepods.slice" >>"$cgroups_file"
+	echo "$root/kubepods.slice/kubepods-burstable.slice" >>"$cgroups_file"
+	echo "$root/$slice" >>"$cgroups_file"
+	echo "$cg" >>"$cgroups_file"
+	# As the container runtime would: the cgroup first, then the namespaces,
+	# with the variables the admission policy injects.
+	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
+		unshare --pid --fork --kill-child --mount-proc \
+		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-7d9f-x2k4 EPOLLFIX_CONTAINER_NAME=app \
+		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		>"$BATS_TEST_TMPDIR/pod.out" 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	for i in $(seq 50); do
+		host=$(pgrep -f -n "ef-sleep --count 1000000" | head -1)
+		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ -n "$host" ] || fail "the program did not start: $(cat "$BATS_TEST_TMPDIR/pod.out")"
+	echo "$host" >>"$pids_file"
+	# No warning from the library about the variables.
+	[ ! -s "$BATS_TEST_TMPDIR/pod.out" ] || fail "the program said: $(cat "$BATS_TEST_TMPDIR/pod.out")"
+
+	run "$cmd" status "$host"
+	assert_success
+	assert_line "epollfix[$host] pod: namespace shop, pod web-7d9f-x2k4, container app, pod uid $uid, container id $id"
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^ *$host ef-sleep .*  pod shop/web-7d9f-x2k4/app$"
+	run "$cmd" status --json "$host"
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+want = {"namespace": "shop", "pod": "web-7d9f-x2k4", "container": "app", "pod_uid": sys.argv[1], "container_id": sys.argv[2]}
+assert d["kubernetes"] == want, d["kubernetes"]
+assert d["ns_pid"] == 1, d["ns_pid"]' "$uid" "$id" <<<"$output"
+	run "$cmd" status --metrics "$host"
+	assert_success
+	local labels="namespace=\"shop\",pod=\"web-7d9f-x2k4\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\""
+	# Every sample of the process carries them.
+	local samples
+	samples=$(grep -c '^epollfix_' <<<"$output")
+	[ "$samples" -gt 20 ] || fail "$samples samples"
+	[ "$(grep -c "^epollfix_.*,$labels[,}]" <<<"$output")" = "$samples" ] ||
+		fail "not every sample is labelled: $(grep -v "$labels" <<<"$output" | grep '^epollfix_' | head -3)"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output" || fail "promtool: $(promtool check metrics <<<"$output" 2>&1)"
+	fi
+
+	# An agent in its own cgroup namespace (a pod of its own) sees the path
+	# from its cgroup: "/../../..", and the same pod.
+	local agent=$root/epollfix-agent-$$/pod/container
+	mkdir -p "$agent"
+	echo "$root/epollfix-agent-$$" >>"$cgroups_file"
+	echo "$root/epollfix-agent-$$/pod" >>"$cgroups_file"
+	echo "$agent" >>"$cgroups_file"
+	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$agent" "$cmd" "$host"
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["cgroup"].startswith("/../../../kubepods.slice/"), d["cgroup"]
+assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_id"] == sys.argv[2], d' "$uid" "$id" <<<"$output"
+}
+
+@test "status: without the variables, the pod's uid and container id from the cgroup path label the metrics" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(cgroup_root)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy for /proc/self/cgroup's first line"
+	local uid=9f8e7d6c-5b4a-4392-8170-fedcba987654 id
+	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	# The cgroupfs driver's shape, with CRI-O's scope name.
+	local cg=$root/kubepods/besteffort/pod$uid/crio-$id
+	mkdir -p "$cg"
+	printf '%s\n' "$root/kubepods" "$root/kubepods/besteffort" "$root/kubepods/besteffort/pod$uid" "$cg" >>"$cgroups_file"
+	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
+		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	for i in $(seq 50); do
+		"$cmd" status $! >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	run "$cmd" status --metrics $!
+	assert_success
+	assert_output --partial "cgroup=\"/kubepods/besteffort/pod$uid/crio-$id\",pod_uid=\"$uid\",container_id=\"$id\"} "
+	refute_output --partial 'namespace="'
+	run "$cmd" status
+	assert_line --regexp "^ *$! ef-sleep .*  pod pod$uid/${id:0:12}$"
+}
