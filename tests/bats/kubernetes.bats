@@ -548,3 +548,30 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	run "$cmd" status
 	assert_line --regexp "^ *$! ef-sleep .*  pod pod$uid/${id:0:12}$"
 }
+
+@test "status: the agent's two capabilities are the ones it needs: SYS_PTRACE to read another user's process, DAC_READ_SEARCH for its environment" {
+	[ "$(id -u)" = 0 ] || skip "dropping capabilities from root needs root"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	# A pod's process as the agent meets it: another user, the variables set.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
+		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	for i in $(seq 50); do
+		"$cmd" status $! >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	# Root with every capability dropped but those named, as the chart's
+	# securityContext leaves the agent.
+	as() { setpriv --bounding-set="-all$1" --inh-caps=-all "$cmd" status --metrics $!; }
+	run as ""
+	assert_failure 4
+	assert_output --partial "needs CAP_SYS_PTRACE"
+	run as ",+sys_ptrace"
+	assert_success
+	assert_output --partial "program=\"ef-sleep\""
+	refute_output --partial 'pod="web-1"'
+	run as ",+sys_ptrace,+dac_read_search"
+	assert_success
+	assert_output --partial 'namespace="shop",pod="web-1",container="app"'
+}
