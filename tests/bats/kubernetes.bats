@@ -30,6 +30,15 @@ teardown() {
 	[ ! -f "$BATS_TEST_TMPDIR/remove" ] || xargs -r rm -rf <"$BATS_TEST_TMPDIR/remove"
 }
 
+# The chart, the cluster and the image's files do not depend on the build the
+# suite runs for: they are tested once, in the run for build/ (scripts/test's
+# glibc build) or by hand, as tests/bats/packaging.bats does.
+once() {
+	if [ "$(realpath "$EPOLLFIX_BUILD")" != "$(realpath "$EPOLLFIX_SRC/build")" ]; then
+		skip "tested in the run for build/ only (this is ${EPOLLFIX_BUILD##*/})"
+	fi
+}
+
 tool() {
 	[ -x "$K8S_TOOLS/bin/$1" ] ||
 		skip "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools builds it (needs Go and the module proxy)"
@@ -42,6 +51,7 @@ validator() {
 
 # The glibc and the musl build side by side, for the image's two libraries.
 both_builds() {
+	once
 	glibc_build=$EPOLLFIX_SRC/build musl_build=$EPOLLFIX_SRC/build-musl
 	[ -f "$glibc_build/src/libepollfix.so" ] || skip "no glibc build in $glibc_build"
 	[ -f "$musl_build/src/epollfix-static" ] ||
@@ -145,6 +155,7 @@ kinds() {
 }
 
 @test "helm: the chart lints and renders for 1.34 (v1beta1), 1.36 and 1.37, both modes, with and without the Prometheus Operator; every object valid (strict)" {
+	once
 	tool helm
 	validator
 	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict
@@ -320,6 +331,7 @@ if got != want:
 }
 
 @test "admission: a real kube-apiserver injects opted-in pods once, appends to LD_PRELOAD, leaves valueFrom, kube-system and the rest alone" {
+	once
 	tool helm
 	tool etcd
 	tool kube-apiserver
