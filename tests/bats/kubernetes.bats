@@ -587,3 +587,53 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	assert_success
 	assert_output --partial 'namespace="shop",pod="web-1",container="app"'
 }
+
+@test "dashboards: every PromQL recipe of doc/kubernetes.md and of the Grafana dashboard parses (promtool)" {
+	once
+	command -v promtool >/dev/null || skip "no promtool (Debian's prometheus: scripts/install-deps)"
+	# Each query as a recording rule: promtool check rules parses them all.
+	python3 - "$EPOLLFIX_SRC" >"$BATS_TEST_TMPDIR/rules.yml" <<'PY'
+import json, re, sys
+src = sys.argv[1]
+doc = open(f"{src}/doc/kubernetes.md").read()
+queries = re.findall(r"```promql\n(.*?)```", doc, re.S)
+exprs = [q.strip() for block in queries for q in block.strip().split("\n") if q.strip() and not q.startswith(" ")]
+# A block of one multi-line expression stays whole.
+exprs = [b.strip() for b in queries if "\n " in b.strip()] + [e for e in exprs if not any(e in b and "\n " in b.strip() for b in queries)]
+dash = json.load(open(f"{src}/deploy/grafana/epollfix-pods.json"))
+exprs += [t["expr"].replace("$namespace", ".*") for p in dash["panels"] for t in p["targets"]]
+assert len(exprs) >= 8, exprs
+print("groups:\n- name: recipes\n  rules:")
+for i, e in enumerate(exprs):
+    print(f"  - record: recipe_{i}\n    expr: {json.dumps(e)}")
+PY
+	run promtool check rules "$BATS_TEST_TMPDIR/rules.yml"
+	assert_success
+	assert_output --partial "SUCCESS"
+	# The join to kube-state-metrics' names, on series shaped as both export
+	# them: a process known by its container id gets its pod's names.
+	join=$(python3 -c 'import re, sys; print(re.search(r"```promql\n(sum by \(namespace, pod, container\) \(.*?)```", open(sys.argv[1]).read(), re.S).group(1))' "$EPOLLFIX_SRC/doc/kubernetes.md")
+	cat >"$BATS_TEST_TMPDIR/join.yml" <<YML
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'epollfix_upgraded_waits_total{pid="7",program="app",pod_uid="u-1",container_id="abc"}'
+        values: '0+120x10'
+      - series: 'epollfix_upgraded_waits_total{pid="8",program="app",namespace="shop",pod="named",container="c"}'
+        values: '0+60x10'
+      - series: 'kube_pod_container_info{namespace="shop",pod="web-1",container="app",container_id="containerd://abc",uid="u-1",image="x"}'
+        values: '1x10'
+      - series: 'kube_pod_container_info{namespace="shop",pod="other",container="app",container_id="cri-o://def",uid="u-2",image="x"}'
+        values: '1x10'
+    promql_expr_test:
+      - expr: |
+$(sed 's/^/          /' <<<"$join")
+        eval_time: 10m
+        exp_samples:
+          - labels: '{namespace="shop",pod="web-1",container="app"}'
+            value: 2
+YML
+	run promtool test rules "$BATS_TEST_TMPDIR/join.yml"
+	assert_success
+}
