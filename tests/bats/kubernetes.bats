@@ -158,9 +158,9 @@ kinds() {
 	once
 	tool helm
 	validator
-	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict
+	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict --kube-version 1.37.0
 	assert_success
-	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict --set injection.mode=initContainer
+	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict --kube-version 1.36.0 --set injection.mode=initContainer
 	assert_success
 	local v mode op dir
 	for v in 1.36.0 1.37.0; do
@@ -174,7 +174,7 @@ kinds() {
 				if [ -n "$op" ]; then
 					[ "$(kinds "$dir")" = "DaemonSet MutatingAdmissionPolicy MutatingAdmissionPolicyBinding PodMonitor " ] ||
 						fail "$v $mode with the operator: $(kinds "$dir")"
-					! grep -q 'prometheus.io/scrape' "$dir/all.yaml" || fail "annotations beside the PodMonitor"
+					! grep -q 'prometheus.io/scrape: "true"' "$dir/all.yaml" || fail "annotations beside the PodMonitor"
 				else
 					[ "$(kinds "$dir")" = "DaemonSet MutatingAdmissionPolicy MutatingAdmissionPolicyBinding " ] ||
 						fail "$v $mode: $(kinds "$dir")"
@@ -191,7 +191,9 @@ kinds() {
 					grep -q '^kind: PodMonitor$' "$f" && continue
 					for k in "$v" 1.37.0; do
 						run "$K8S_TOOLS/venv/bin/kubernetes-validate" --strict -k "$k" "$f"
-						[ "$status" = 0 ] || fail "$f against $k: $output"
+						# A kind it has no schema for is only a warning: not enough.
+						[ "$status" = 0 ] && [[ "$output" == *" passed for resource "* ]] ||
+							fail "$f against $k: $output"
 					done
 				done
 			done
@@ -204,7 +206,7 @@ kinds() {
 	grep -q '^apiVersion: admissionregistration.k8s.io/v1beta1$' "$BATS_TEST_TMPDIR/1.34/all.yaml" || fail "1.34: not v1beta1"
 	for f in "$BATS_TEST_TMPDIR"/1.34/[0-9]*.yaml; do
 		run "$K8S_TOOLS/venv/bin/kubernetes-validate" --strict -k 1.34.0 "$f"
-		[ "$status" = 0 ] || fail "$f against 1.34: $output"
+		[ "$status" = 0 ] && [[ "$output" == *" passed for resource "* ]] || fail "$f against 1.34: $output"
 	done
 	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.35.0
 	assert_failure
