@@ -311,7 +311,9 @@ import json, sys
 p = json.load(sys.stdin)
 s = p["spec"]
 def c(x):
-    return {k: x[k] for k in ("name", "env", "volumeMounts", "securityContext", "resources", "command") if k in x and not (k == "volumeMounts" and not [m for m in x[k] if not m["name"].startswith("kube-api-access")])} | ({"volumeMounts": [m for m in x["volumeMounts"] if not m["name"].startswith("kube-api-access")]} if [m for m in x.get("volumeMounts", []) if not m["name"].startswith("kube-api-access")] else {})
+    mounts = [m for m in x.get("volumeMounts", []) if not m["name"].startswith("kube-api-access")]
+    x = dict(x, volumeMounts=mounts)
+    return {k: x[k] for k in ("name", "env", "volumeMounts", "securityContext", "resources", "command") if x.get(k)}
 out = {"annotations": {k: v for k, v in p["metadata"].get("annotations", {}).items() if k.startswith("epollfix.io/")},
        "volumes": [v for v in s.get("volumes", []) if not v["name"].startswith("kube-api-access")],
        "initContainers": [c(x) for x in s.get("initContainers", [])],
@@ -351,9 +353,9 @@ if got != want:
 	local vol='{"name": "epollfix", "image": {"reference": "registry.example.com/epollfix:0.1.0", "pullPolicy": "IfNotPresent"}}'
 	local mount='{"name": "epollfix", "mountPath": "/epollfix", "readOnly": true}'
 	ids() {
-		echo '{"name": "EPOLLFIX_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-		      {"name": "EPOLLFIX_CONTAINER_NAME", "value": "'"$1"'"}'
+		echo '{"name": "EPOLLFIX_CONTAINER_NAME", "value": "'"$1"'"},
+		      {"name": "EPOLLFIX_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}'
 	}
 	local done_ann='{"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0"}'
 

@@ -29,3 +29,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "epollfix: this cluster (%s) serves no MutatingAdmissionPolicy API (v1 from 1.36, v1beta1 in 1.34 and 1.35 when turned on): set injection.enabled=false and add the library as doc/kubernetes.md says, or set injection.apiVersion" .Capabilities.KubeVersion.Version) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The init container of the initContainer mode, as one line of CEL (it is
+     included inside a folded YAML scalar). Its own securityContext passes the
+     restricted Pod Security level whatever the pod's. */}}
+{{- define "epollfix.copier" -}}
+Object.spec.initContainers{name: "epollfix-copy", image: {{ include "epollfix.image" . | quote }}, imagePullPolicy: {{ .Values.image.pullPolicy | quote }}, command: ["/epollfix/bin/epollfix", "copy-files", "/epollfix-copy"], volumeMounts: [Object.spec.initContainers.volumeMounts{name: "epollfix", mountPath: "/epollfix-copy"}], securityContext: Object.spec.initContainers.securityContext{runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: Object.spec.initContainers.securityContext.capabilities{drop: ["ALL"]}, seccompProfile: Object.spec.initContainers.securityContext.seccompProfile{type: "RuntimeDefault"}}, resources: Object.spec.initContainers.resources{requests: { {{- range $k, $v := .Values.injection.initContainer.resources.requests }}{{ $k | quote }}: {{ $v | toString | quote }}, {{ end -}} }, limits: { {{- range $k, $v := .Values.injection.initContainer.resources.limits }}{{ $k | quote }}: {{ $v | toString | quote }}, {{ end -}} }}}
+{{- end -}}
