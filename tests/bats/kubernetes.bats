@@ -446,6 +446,22 @@ spec:
 			"resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "32Mi"}}}],
 		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids app)"'], "volumeMounts": ['"$mount"'],
 			"securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}'
+	# helm itself against the cluster, as a user installs: it asks the
+	# cluster which APIs it serves, and says what it made.
+	cat >"$BATS_TEST_TMPDIR/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: t, cluster: {server: "https://127.0.0.1:$api_port", insecure-skip-tls-verify: true}}]
+users: [{name: t, user: {token: "$token"}}]
+contexts: [{name: t, context: {cluster: t, user: t}}]
+current-context: t
+KC
+	run "$K8S_TOOLS/bin/helm" install live "$CHART" --namespace epollfix --kubeconfig "$BATS_TEST_TMPDIR/kubeconfig" \
+		--set prometheusOperator.enabled=true
+	assert_success
+	assert_output --partial "Injection (admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, files by image)"
+	assert_output --partial "the cluster serves no monitoring.coreos.com/v1"
+	kc get mutatingadmissionpolicy live-epollfix >/dev/null || fail "helm made no policy"
 	# The specs as stored, for the record.
 	cp "$specs" "$K8S_TOOLS/stored-pods.txt" 2>/dev/null || true
 }
