@@ -503,8 +503,10 @@ cgroup_root() {
 		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>"$BATS_TEST_TMPDIR/pod.out" 2>&1 3>&- &
 	echo $! >>"$pids_file"
+	# The program is unshare's one child (bash became unshare): never another
+	# test's program of the same name, which may run beside this one.
 	for i in $(seq 50); do
-		host=$(pgrep -f -n "ef-sleep --count 1000000" | head -1)
+		host=$(pgrep -P $! | head -1)
 		[ -n "$host" ] && "$cmd" status "$host" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
