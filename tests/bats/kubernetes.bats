@@ -93,11 +93,15 @@ both_builds() {
 	assert_output --partial '"program":"ef-sleep"'
 }
 
-@test "image: a glibc build preloaded into a musl program stops it from starting (why the chart asks which containers are musl)" {
+@test "image: a glibc build preloaded into a musl program stops it from starting, and the reverse (why the chart asks which containers are musl)" {
 	both_builds
 	# musl's loader exits 127 when a preloaded object's symbols do not resolve.
 	run -127 env LD_PRELOAD="$glibc_build/src/libepollfix.so" "$musl_build/tests/progs/ef-sleep" --count 1
 	assert_output --partial "symbol not found"
+	# The reverse too: the musl build needs musl's libc.so, which glibc's
+	# loader cannot load.
+	run -127 env LD_PRELOAD="$musl_build/src/libepollfix.so" "$glibc_build/tests/progs/ef-sleep" --count 1
+	assert_output --partial "error while loading shared libraries"
 }
 
 @test "image: copy-files fills an empty directory as the init container's user, with no shell" {
