@@ -663,3 +663,54 @@ YML
 	run promtool test rules "$BATS_TEST_TMPDIR/join.yml"
 	assert_success
 }
+
+@test "agent: the DaemonSet's two containers, run here with the commands the chart renders, serve a pod's metrics through the real node_exporter" {
+	both_builds
+	tool helm
+	validator
+	command -v prometheus-node-exporter >/dev/null || skip "no prometheus-node-exporter (scripts/install-deps)"
+	"$EPOLLFIX_SRC/scripts/package-image" "$BATS_TEST_TMPDIR/image" >/dev/null
+	render "$BATS_TEST_TMPDIR/chart" --kube-version 1.37.0
+	# Each container's command line, the pod's paths made this machine's.
+	local dir=$BATS_TEST_TMPDIR/textfile port
+	mkdir "$dir"
+	port=$(free_port)
+	"$K8S_TOOLS/venv/bin/python" - "$BATS_TEST_TMPDIR/chart/all.yaml" >"$BATS_TEST_TMPDIR/cmds" <<'PY'
+import sys, yaml
+ds = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet")
+for c in ds["spec"]["template"]["spec"]["containers"]:
+    print(c["name"], *(c.get("command", []) + c.get("args", [])))
+PY
+	local status_cmd exporter_args
+	status_cmd=$(sed -n 's/^epollfix-status //p' "$BATS_TEST_TMPDIR/cmds")
+	exporter_args=$(sed -n 's/^node-exporter //p' "$BATS_TEST_TMPDIR/cmds")
+	[ -n "$status_cmd" ] && [ -n "$exporter_args" ] || fail "containers: $(cat "$BATS_TEST_TMPDIR/cmds")"
+	status_cmd=${status_cmd//\/epollfix\/bin\/epollfix/$BATS_TEST_TMPDIR/image/epollfix/bin/epollfix}
+	status_cmd=${status_cmd//=\/textfile/=$dir}
+	exporter_args=${exporter_args//=\/textfile/=$dir}
+	exporter_args=${exporter_args//=:9100/=127.0.0.1:$port}
+	# A process of a pod, as the policy leaves it: the variables, the library.
+	env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
+		LD_PRELOAD="$BATS_TEST_TMPDIR/image/epollfix/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		>/dev/null 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	local app=$!
+	# shellcheck disable=SC2086
+	$status_cmd >"$BATS_TEST_TMPDIR/status.log" 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	# shellcheck disable=SC2086
+	prometheus-node-exporter $exporter_args >"$BATS_TEST_TMPDIR/exporter.log" 2>&1 3>&- &
+	echo $! >>"$pids_file"
+	local scraped=
+	for i in $(seq 100); do
+		scraped=$(curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null) &&
+			grep -q "^epollfix_calls_total{.*pid=\"$app\"" <<<"$scraped" && break
+		sleep 0.2
+	done
+	grep -q '^node_textfile_scrape_error 0$' <<<"$scraped" ||
+		fail "node_exporter: $(grep textfile <<<"$scraped"; tail -5 "$BATS_TEST_TMPDIR/exporter.log" "$BATS_TEST_TMPDIR/status.log")"
+	grep -q "^epollfix_upgraded_waits_total{.*container=\"app\".*namespace=\"shop\".*pid=\"$app\",pod=\"web-1\".*} [1-9]" <<<"$scraped" ||
+		fail "not served with its pod: $(grep "^epollfix_upgraded" <<<"$scraped")"
+	# Only the textfile collector: the node's own metrics are the cluster's node_exporter's.
+	! grep -q '^node_cpu_seconds_total' <<<"$scraped" || fail "the node's own collectors run"
+}
