@@ -31,7 +31,7 @@ teardown() {
 # prog RELEASE VARIANT NAME: the built program, or the test is skipped.
 prog() {
 	local p=$gobin/$1/$2/$3
-	[ -x "$p" ] || skip "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
+	[ -x "$p" ] || skip_missing "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
 	echo "$p"
 }
 

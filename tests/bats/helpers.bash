@@ -70,6 +70,13 @@ readme_block() {
 		on && /^```/ { exit } on { print }' "$EPOLLFIX_SRC/$1"
 }
 
+# skip_missing WHY: a tool the install step provides is missing: skipped,
+# saying why; in CI (CI=true), whose install step ran, a failure instead.
+skip_missing() {
+	[ -z "${CI:-}" ] || fail "missing in CI: $1"
+	skip "$1"
+}
+
 need_glibc() {
 	[ "$EPOLLFIX_LIBC" = glibc ] || skip "needs a glibc build ($EPOLLFIX_LIBC)"
 }

@@ -41,12 +41,12 @@ once() {
 
 tool() {
 	[ -x "$K8S_TOOLS/bin/$1" ] ||
-		skip "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools builds it (needs Go and the module proxy)"
+		skip_missing "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools builds it (needs Go and the module proxy)"
 }
 
 validator() {
 	[ -x "$K8S_TOOLS/venv/bin/kubernetes-validate" ] ||
-		skip "no kubernetes-validate in $K8S_TOOLS/venv: scripts/install-k8s-tools installs it from PyPI"
+		skip_missing "no kubernetes-validate in $K8S_TOOLS/venv: scripts/install-k8s-tools installs it from PyPI"
 }
 
 # The glibc and the musl build side by side, for the image's two libraries.
