@@ -18,7 +18,6 @@
 #include "state.h"
 #include "wait_path.h"
 
-struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
 static _Atomic unsigned slots_taken;
 /* Slots given back, a bit each: a claim clears the bit it takes, so no two
  * threads take one slot, and nothing waits. */
@@ -61,17 +60,6 @@ void ef_stats_release(struct ef_slot *s)
 		return;
 	unsigned i = (unsigned)(s - ef_stats_slots);
 	atomic_fetch_or_explicit(&slots_free[i / 64], 1ULL << (i % 64), memory_order_release);
-}
-
-void ef_stats_streak_end(struct ef_slot *s)
-{
-	if (ef_stats_shared(s))
-		return;
-	uint64_t now = ef_slot_empty_polls(s);
-	uint64_t len = now - atomic_load_explicit(&s->c[EF_K_STREAK_MARK], memory_order_relaxed);
-	if (len > atomic_load_explicit(&s->c[EF_K_LONGEST_STREAK], memory_order_relaxed))
-		atomic_store_explicit(&s->c[EF_K_LONGEST_STREAK], len, memory_order_relaxed);
-	atomic_store_explicit(&s->c[EF_K_STREAK_MARK], now, memory_order_relaxed);
 }
 
 void ef_stats_sum(struct ef_totals *t)

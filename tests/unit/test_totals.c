@@ -7,7 +7,7 @@
 
 #include "real.h"
 #include "report.h"
-#include "stats.h"
+#include "slots.h"
 
 static struct ef_slot slots[3];
 
@@ -202,10 +202,6 @@ Test(totals, lateness_sums_over_slots_and_names_its_quantiles)
 /* An empty zero-timeout poll is counted by one store, whatever its outcome: a
  * reader between two stores would see a derived count that a later read finds
  * smaller, which Prometheus takes for a reset. The streak counts them all. */
-/* The library's slots, which stats.h's counting functions compare a slot
- * with (the last is the one threads share): the unit runner links no stats.c. */
-struct ef_slot ef_stats_slots[EF_SLOTS];
-
 Test(totals, an_empty_poll_is_one_store_and_every_count_only_grows)
 {
 	static struct ef_slot s;
