@@ -4,10 +4,12 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -235,7 +237,9 @@ int ef_seccomp_inherited(void)
 
 /* ---- Filters the library cannot see being installed ------------------------
  * Preloaded (or linked before libc), the library's prctl and syscall are the
- * ones every object calls: it reads each filter before it is in force
+ * ones every object calls, directly or through an interposer loaded before it
+ * (which forwards to the next definition: the library's); it reads each filter
+ * before it is in force
  * (ef_seccomp_set). Loaded with dlopen (Python's epollfix.enable()) it comes
  * after libc in symbol lookup, and a filter installed through libc (libseccomp's
  * seccomp_load, the program's own prctl) passes it by. Then, before each use of
@@ -268,13 +272,50 @@ static long filter_count(int fd)
 	return m < 0 ? -1 : m;
 }
 
+/* dl_iterate_phdr goes through the objects in the order they were loaded,
+ * which is the order of symbol lookup for those loaded at start. */
+struct lookup_order {
+	const void *self, *next;
+	int found; /* 1: the library's object first; 2: next's */
+};
+
+static int holds(const struct dl_phdr_info *i, const void *a)
+{
+	uintptr_t p = (uintptr_t)a;
+	for (size_t k = 0; k < i->dlpi_phnum; k++) {
+		const ElfW(Phdr) *ph = &i->dlpi_phdr[k];
+		uintptr_t start = i->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && p >= start && p - start < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static int first_of(struct dl_phdr_info *i, size_t size, void *arg)
+{
+	struct lookup_order *o = arg;
+	(void)size;
+	/* next in the library itself: a stand-in, no later definition to judge by */
+	o->found = holds(i, o->next) ? 2 : holds(i, o->self) ? 1 : 0;
+	return o->found;
+}
+
+/* Whether a call of name, by any object, reaches the library before next (the
+ * definition the library forwards to, libc's): the library comes first in
+ * lookup, or behind interposers (the ASan runtime, libfaketime) that forward
+ * to the definition after theirs, which is the library's. Loaded with dlopen,
+ * it comes after libc, and after the interposers too. */
+static int ahead_of(const void *next)
+{
+	struct lookup_order o = { .self = (const void *)ef_filters_init, .next = next };
+	if (next)
+		dl_iterate_phdr(first_of, &o);
+	return o.found == 1;
+}
+
 void ef_filters_init(void)
 {
-	Dl_info self, sys, pr;
-	void *s = dlsym(RTLD_DEFAULT, "syscall"), *p = dlsym(RTLD_DEFAULT, "prctl");
-	int watched = dladdr((void *)ef_filters_init, &self) && s && p && dladdr(s, &sys) &&
-		      dladdr(p, &pr) && sys.dli_fbase == self.dli_fbase &&
-		      pr.dli_fbase == self.dli_fbase;
+	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
 	if (!watched) {
 		int saved = errno;
 		int fd = ef_proc_open_via(ef_real_syscall(), -1, "status");

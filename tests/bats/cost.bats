@@ -88,6 +88,21 @@ setup() {
 	done
 }
 
+@test "seccomp: preloaded behind another interposer of prctl (the ASan runtime), a filter that allows epoll_pwait2, installed later, leaves the upgrades on" {
+	need_glibc
+	asan=$(asan_runtime) || skip "no AddressSanitizer runtime (gcc's libasan)"
+	local vias=(prctl syscall libseccomp)
+	for via in "${vias[@]}"; do
+		# The interposer's prctl is the one every object calls; it forwards
+		# to the library's, which reads the filter before it is in force.
+		run env ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
+			LD_PRELOAD="$asan:$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-late-filter" "$via" allow 40
+		assert_success
+		[ "$(field before_median_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
+		[ "$(field after_median_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
+	done
+}
+
 # system calls per upgraded wait in a run of 200 asyncio 700 us sleeps, from strace
 @test "strace: one system call per continuing upgraded wait, two at a run's first, none asked before" {
 	need_glibc

@@ -81,6 +81,15 @@ need_glibc() {
 	[ "$EPOLLFIX_LIBC" = glibc ] || skip "needs a glibc build ($EPOLLFIX_LIBC)"
 }
 
+# asan_runtime: the path of gcc's AddressSanitizer runtime, an interposer of
+# prctl (among much else) that forwards to the next definition; fails when
+# there is none. Preloaded into a program that is not instrumented, it must
+# come first, and its leak check stays off (the program's leaks are not ours).
+asan_runtime() {
+	local f
+	f=$(gcc -print-file-name=libasan.so 2>/dev/null) && [ -f "$f" ] && echo "$f"
+}
+
 # field NAME: the value of NAME=value in $output.
 field() {
 	sed -n "s/.*\\b$1=\\([0-9-]*\\).*/\\1/p" <<<"$output" | head -1

@@ -103,14 +103,21 @@ SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
 	need_glibc
 	local vias=(prctl syscall)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
-	for what in pwait2 prctl; do
-		for via in "${vias[@]}"; do
-			run "$EPOLLFIX_PROGS/ef-dl-filter" "$EPOLLFIX_LIB" "$what" "$via" 20
-			[ "$status" -eq 0 ] || fail "$what through $via: rc $status: $output"
-			# Exact before the filter (the library used epoll_pwait2 and its
-			# slack), none after; the byte written was found.
-			[ "$(field before_exact)" -gt 0 ] || fail "$what through $via: $output"
-			assert_output --partial "after_exact=0 found=1"
+	# Also with an interposer of prctl preloaded (the ASan runtime): it
+	# forwards to libc's, which comes before the dlopen'ed library.
+	local asan front=("")
+	asan=$(asan_runtime) && front+=("$asan")
+	for pre in "${front[@]}"; do
+		for what in pwait2 prctl; do
+			for via in "${vias[@]}"; do
+				run env ${pre:+ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 LD_PRELOAD="$pre"} \
+					"$EPOLLFIX_PROGS/ef-dl-filter" "$EPOLLFIX_LIB" "$what" "$via" 20
+				[ "$status" -eq 0 ] || fail "${pre:+behind $pre: }$what through $via: rc $status: $output"
+				# Exact before the filter (the library used epoll_pwait2 and
+				# its slack), none after; the byte written was found.
+				[ "$(field before_exact)" -gt 0 ] || fail "${pre:+behind $pre: }$what through $via: $output"
+				assert_output --partial "after_exact=0 found=1"
+			done
 		done
 	done
 }
