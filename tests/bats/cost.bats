@@ -43,6 +43,11 @@ setup() {
 
 @test "slack: a child made without atfork handlers (system, popen, posix_spawn, vfork, clone), a new thread or a thread libc makes (timer, aio) starts with the program's slack" {
 	for way in system popen posix_spawn posix_spawnp vfork clone syscall-clone thread timer aio; do
+		# ThreadSanitizer knows nothing of the threads glibc makes itself for
+		# a SIGEV_THREAD timer or aio notification (by its internal
+		# pthread_create): their first malloc crashes the program, library
+		# or not.
+		[[ $EPOLLFIX_SANITIZE == *thread* && $way =~ ^(timer|aio)$ ]] && continue
 		run "$EPOLLFIX_PROGS/ef-slack" spawn "$way"
 		assert_success
 		own=$(field child)
@@ -59,7 +64,10 @@ setup() {
 
 @test "fork: a child made by syscall(SYS_clone), syscall(SYS_clone3) or libc's clone counts its own calls, as a fork child does" {
 	for way in fork clone clone3 libc-clone; do
-		run preload "$EPOLLFIX_PROGS/ef-raw-clone" "$way" 20
+		# Its own line only: on the stack the program gave libc's clone,
+		# AddressSanitizer warns on stderr that it cannot tell the stack's
+		# bounds at the child's _exit.
+		run --separate-stderr preload "$EPOLLFIX_PROGS/ef-raw-clone" "$way" 20
 		assert_success
 		# Its three polls, not the parent's twenty waits before them.
 		assert_output "child_calls=3"

@@ -111,10 +111,16 @@ static long child_slack(const char *way)
 	report_fd = p[1];
 	fflush(stdout);
 	if (!strcmp(way, "system")) {
-		char cmd[64];
-		snprintf(cmd, sizeof(cmd), "cat /proc/self/timerslack_ns >&%d", p[1]);
-		if (system(cmd) != 0)
+		/* The pipe becomes cat's standard output: dash reads a
+		 * redirection's fd as one digit, and the pipe's number depends on
+		 * the fds the program was given and its libraries hold. */
+		int out = dup(1);
+		if (out < 0 || dup2(p[1], 1) < 0)
 			return -1;
+		int r = system("cat /proc/self/timerslack_ns");
+		if (dup2(out, 1) < 0 || r != 0)
+			return -1;
+		close(out);
 	} else if (!strcmp(way, "popen")) {
 		FILE *f = popen("cat /proc/self/timerslack_ns", "r");
 		if (!f || fscanf(f, "%ld", &v) != 1)
@@ -137,11 +143,10 @@ static long child_slack(const char *way)
 	} else if (!strcmp(way, "vfork")) {
 		pid = vfork();
 		if (pid == 0) {
-			char *args[] = { "sh", "-c", "cat /proc/self/timerslack_ns >&\"$0\"", NULL, NULL };
-			char fd[16];
-			snprintf(fd, sizeof(fd), "%d", p[1]);
-			args[3] = fd;
-			execv("/bin/sh", args);
+			char *args[] = { "sh", "-c", "cat /proc/self/timerslack_ns", NULL };
+			/* The child's fd table is its own (vfork shares memory only). */
+			if (dup2(p[1], 1) == 1)
+				execv("/bin/sh", args);
 			_exit(127);
 		}
 	} else if (!strcmp(way, "clone")) {
