@@ -328,7 +328,9 @@ static __attribute__((noinline, cold)) void hint_debug_line(enum ef_call call, i
 
 /* A wait under a hint (epollfix_hint_ns): no guess, no policy. The call's
  * timeout must be the time left, rounded up to whole ms, or one more (the
- * program read its clock a little before ours): then it waits until the
+ * program read its clock a little before ours), or the hint rounded up (the
+ * program read its clock for both, and was preempted between the hint and
+ * the call, maybe past the deadline): then it waits until the
  * deadline, whatever its length (never past the call's own timeout, which is
  * at least the time left), or passes unchanged when its timeout is the hint
  * itself in whole ms. Otherwise the hint is stale: dropped, counted, and the
@@ -344,8 +346,9 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 	if (left < 0)
 		left = 0;
 	int64_t fit = left / NS_PER_MS + (left % NS_PER_MS != 0);
+	int64_t said = hint / NS_PER_MS + (hint % NS_PER_MS != 0);
 
-	if (timeout != fit && timeout != fit + 1) {
+	if (timeout != fit && timeout != fit + 1 && timeout != said) {
 		ef_stats_add(my_slot(), EF_K_HINT_STALE);
 		return NOT_HINTED;
 	}

@@ -54,6 +54,16 @@ report_n() {
 	assert_upgraded
 }
 
+@test "hint: a program preempted past its deadline between the hint and the wait polls, its hint taken" {
+	# The timeout was computed with the hint (2 ms for 1.5 ms); the deadline
+	# passed before the call: a poll, not a stale hint's whole 2 ms wait.
+	run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 1500 --count 20 --hint preempted
+	assert_success
+	[ "$(field waits)" = 20 ] || fail "$output"
+	[ "$(report_n hinted)" = 20 ] || fail "$stderr"
+	[ "$(grep -c 'timeout=2ms) hinted: the deadline passed, a poll = 0$' <<<"$stderr")" = 20 ] || fail "$stderr"
+}
+
 @test "hint: a hint given on another thread is not taken by this thread's waits" {
 	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 50 --hint other-thread
 	assert_success

@@ -3,7 +3,8 @@
  * clock when the wait comes back empty, and fire only once the deadline passed.
  *
  *   ef-sleep [--api wait|pwait] [--sleep-us N] [--count N] [--fixed-ms T]
- *            [--filter-after K eperm|enosys|kill] [--hint exact|stale|other-thread]
+ *            [--filter-after K eperm|enosys|kill]
+ *            [--hint exact|stale|other-thread|preempted]
  *            [--dlopen LIB]
  *
  * Prints "median_us=.. min_us=.. max_us=.. waits=.. wakeups=..": the elapsed
@@ -14,7 +15,10 @@
  * --hint says each wait's exact timeout first, through epollfix_hint_ns looked
  * up with dlsym (a program that runs without the library too): `exact` the
  * time left, `stale` 5 ms more than the call asks, `other-thread` the exact
- * time but from another thread, which this thread's waits must not take.
+ * time but from another thread, which this thread's waits must not take,
+ * `preempted` the exact time, then a sleep past the deadline before the wait
+ * (as a preemption between the two would), which asks the timeout computed
+ * with the hint.
  * --dlopen LIB loads the library with dlopen, as a program started without
  * LD_PRELOAD would, and waits through its epollfix_epoll_wait_ns. */
 #include "clock.h"
@@ -66,7 +70,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: %s [--api wait|pwait] [--sleep-us N] [--count N] "
 					"[--fixed-ms T] [--filter-after K eperm|enosys|kill] "
-					"[--hint exact|stale|other-thread] [--dlopen LIB]\n", argv[0]);
+					"[--hint exact|stale|other-thread|preempted] [--dlopen LIB]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -95,6 +99,7 @@ int main(int argc, char **argv)
 	}
 	int64_t stale = hint_how && !strcmp(hint_how, "stale") ? 5000000 : 0;
 	int other = hint_how && !strcmp(hint_how, "other-thread");
+	int preempted = hint_how && !strcmp(hint_how, "preempted");
 
 	int64_t *samples = calloc((size_t)count, sizeof(*samples));
 	long waits = 0;
@@ -114,6 +119,14 @@ int main(int argc, char **argv)
 					pthread_join(th, NULL);
 			} else if (hint) {
 				hint(deadline - now + stale);
+				if (preempted) {
+					struct timespec past = { 0, deadline - now + 200000 };
+					while (past.tv_nsec >= 1000000000) {
+						past.tv_sec++;
+						past.tv_nsec -= 1000000000;
+					}
+					nanosleep(&past, NULL);
+				}
 			}
 			int r = wait_ns    ? wait_ns(ep, out, 8, deadline - now)
 				: use_pwait ? epoll_pwait(ep, out, 8, timeout, &mask)
