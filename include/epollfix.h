@@ -73,8 +73,9 @@ int epollfix_set(const char *word, char *err, size_t errlen);
  * The hint is a deadline timeout_ns from now (CLOCK_MONOTONIC), for this
  * thread only. The thread's next epoll_wait or epoll_pwait takes it when the
  * call's timeout is the time left to that deadline rounded up to whole
- * milliseconds (or one more, for the time the program took to get there):
- * then the call waits with epoll_pwait2 until the deadline, whatever its
+ * milliseconds (or one more, for the time the program took to get there), or
+ * the hint itself rounded up (a program preempted between the two, maybe
+ * past the deadline): then the call waits with epoll_pwait2 until the deadline, whatever its
  * length (never past the call's own timeout, never before the deadline unless
  * an event comes; a deadline already past makes it a poll), and a call whose
  * timeout is the hint itself in whole milliseconds passes unchanged. A call
