@@ -66,6 +66,8 @@ static int is_pid(const char *s)
 	return 1;
 }
 
+static long only; /* a pid: only the supervisor that is it or serves it; 0: all */
+
 /* Calls fn for each supervisor found; the number found. */
 static int each(void (*fn)(const struct ef_golook *, FILE *, int), FILE *out)
 {
@@ -74,7 +76,8 @@ static int each(void (*fn)(const struct ef_golook *, FILE *, int), FILE *out)
 	int n = 0;
 	struct ef_golook g;
 	while (d && (de = readdir(d)))
-		if (is_pid(de->d_name) && ef_golook_at(atol(de->d_name), &g))
+		if (is_pid(de->d_name) && ef_golook_at(atol(de->d_name), &g) &&
+		    (!only || g.pid == only || g.program == only))
 			fn(&g, out, n++);
 	if (d)
 		closedir(d);
@@ -117,7 +120,7 @@ static unsigned current;
 static void sample(const struct ef_golook *g, FILE *out, int i)
 {
 	(void)i;
-	fprintf(out, "%s{pid=\"%ld\",program=\"%ld\"%s%s} %" PRIu64 "\n", series[current].name,
+	fprintf(out, "%s{pid=\"%ld\",program_pid=\"%ld\"%s%s} %" PRIu64 "\n", series[current].name,
 		g->pid, g->program,
 		series[current].labels ? "," : "", series[current].labels ? series[current].labels : "",
 		g->count[series[current].c]);
@@ -128,8 +131,9 @@ static void none(const struct ef_golook *g, FILE *out, int i)
 	(void)g, (void)out, (void)i;
 }
 
-void ef_golook_metrics(FILE *out)
+void ef_golook_metrics(FILE *out, long pid)
 {
+	only = pid;
 	static const char *const help[][2] = {
 		{ "epollfix_go_notifications_total", "1 ms netpoll waits of supervised Go programs trapped to the supervisor." },
 		{ "epollfix_go_timers_total", "Timers the supervisor set at the Go runtime's own deadline." },

@@ -28,6 +28,6 @@ void ef_go_report(long pid, long program, const uint64_t *count, struct ef_buf *
 /* Every supervisor in /proc: one line each (status; the number found), or
  * the metrics' families (--metrics; none when there is no supervisor). */
 int ef_golook_list(FILE *out);
-void ef_golook_metrics(FILE *out);
+void ef_golook_metrics(FILE *out, long pid);
 
 #endif

@@ -106,7 +106,7 @@ static int create_tmp(int dirfd, char *name, size_t size)
 
 /* Writes the metrics into a new file in dirfd, renamed over final. */
 static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
-				 const struct look *ls, size_t n)
+				 const struct look *ls, size_t n, long pid)
 {
 	char tmp[64];
 	int fd = create_tmp(dirfd, tmp, sizeof(tmp));
@@ -121,7 +121,7 @@ static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
 		return -1;
 	}
 	ef_metrics_write(f, ls, n);
-	ef_golook_metrics(f);
+	ef_golook_metrics(f, pid);
 	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
 	/* rename replaces the name, never writes through it: a link planted
 	 * since the check above is replaced, not followed. */
@@ -138,11 +138,11 @@ static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
  * belong to another user (node_exporter's): nothing there is followed or
  * written into, and a final name that is not a regular file (a link, a
  * directory, a fifo planted there) is refused. 0, or -1. */
-static int write_metrics(const char *dir, const struct look *ls, size_t n)
+static int write_metrics(const char *dir, const struct look *ls, size_t n, long pid)
 {
 	if (!dir) {
 		ef_metrics_write(stdout, ls, n);
-		ef_golook_metrics(stdout);
+		ef_golook_metrics(stdout, pid);
 		return 0;
 	}
 	static const char final[] = "epollfix.prom";
@@ -168,7 +168,7 @@ static int write_metrics(const char *dir, const struct look *ls, size_t n)
 	sigaddset(&stops, SIGINT);
 	sigaddset(&stops, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stops, &before);
-	int r = write_tmp_then_rename(dir, dirfd, final, ls, n);
+	int r = write_tmp_then_rename(dir, dirfd, final, ls, n, pid);
 	sigprocmask(SIG_SETMASK, &before, NULL);
 	close(dirfd);
 	return r;
@@ -313,7 +313,7 @@ int ef_status_main(int argc, char **argv)
 		struct look *ls;
 		size_t n = collect(pid, &ls);
 		const char *why;
-		int r = pid && !n ? ef_look_failure(&why) : write_metrics(textfile, ls, n) ? 1 : EF_ST_OK;
+		int r = pid && !n ? ef_look_failure(&why) : write_metrics(textfile, ls, n, pid) ? 1 : EF_ST_OK;
 		free(ls);
 		if (!watch || r != EF_ST_OK || fflush(stdout) != 0)
 			return r;

@@ -308,11 +308,21 @@ median_late_us() {
 	assert_line --regexp "^epollfix\[$sup\] Go supervisor of pid $pid: [1-9][0-9]* notifications"
 	run --separate-stderr "$cmd" status --metrics
 	assert_success
-	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$sup\",program=\"$pid\"\} [1-9][0-9]*$"
-	assert_line "epollfix_go_fallbacks_total{pid=\"$sup\",program=\"$pid\",reason=\"no_tag\"} 0"
+	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$sup\",program_pid=\"$pid\"\} [1-9][0-9]*$"
+	assert_line "epollfix_go_fallbacks_total{pid=\"$sup\",program_pid=\"$pid\",reason=\"no_tag\"} 0"
 	if command -v promtool >/dev/null; then
 		promtool check metrics <<<"$output" || fail "promtool: $output"
 	fi
+	# Another process's metrics, asked by its pid, are its own: no
+	# supervisor's series of a program it is not.
+	env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 100000 >/dev/null &
+	local other=$!
+	echo "$other" >>"$pids_file"
+	for i in $(seq 50); do "$cmd" status "$other" >/dev/null 2>&1 && break; sleep 0.1; done
+	run --separate-stderr "$cmd" status --metrics "$other"
+	assert_success
+	assert_line --partial "pid=\"$other\""
+	refute_line --partial "epollfix_go_"
 	kill "$pid"
 }
 
