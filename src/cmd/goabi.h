@@ -8,6 +8,21 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+/* System calls newer than some libc headers (musl 1.2.3), x86_64's numbers. */
+#ifndef SYS_kcmp
+#define SYS_kcmp 312
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 /* ---- The kernel's seccomp listener ABI, spelled out (musl has no
  * <linux/seccomp.h>) ------------------------------------------------------ */

@@ -27,16 +27,6 @@
 #include "goimage.h"
 #include "sandbox.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-
 /* How long the launcher waits for the supervisor to say it holds the
  * listener: it acks right after recvmsg, so only a stalled machine is slow. */
 #define ACK_TIMEOUT_MS 10000

@@ -56,16 +56,6 @@ int ef_golook_at(long pid, struct ef_golook *g)
 	return 1;
 }
 
-static int is_pid(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
-}
-
 static long only; /* a pid: only the supervisor that is it or serves it; 0: all */
 
 /* Calls fn for each supervisor found; the number found. */
@@ -76,7 +66,7 @@ static int each(void (*fn)(const struct ef_golook *, FILE *, int), FILE *out)
 	int n = 0;
 	struct ef_golook g;
 	while (d && (de = readdir(d)))
-		if (is_pid(de->d_name) && ef_golook_at(atol(de->d_name), &g) &&
+		if (ef_proc_is_pid(de->d_name) && ef_golook_at(atol(de->d_name), &g) &&
 		    (!only || g.pid == only || g.program == only))
 			fn(&g, out, n++);
 	if (d)

@@ -35,15 +35,6 @@
 #include "golook.h"
 #include "proc.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
-#ifndef SYS_kcmp
-#define SYS_kcmp 312
-#endif
 #define KCMP_FILE_ 0
 
 #define MAX_PROCS 256

@@ -24,6 +24,7 @@
 #include "golook.h"
 #include "look.h"
 #include "parse.h"
+#include "proc.h"
 #include "show.h"
 
 static int usage(FILE *out)
@@ -42,7 +43,6 @@ static int usage(FILE *out)
 	return out == stdout ? 0 : EF_ST_USAGE;
 }
 
-static int is_number(const char *s);
 
 /* Every process whose look succeeds (pid 0: all of /proc), for --metrics. */
 static size_t collect(long pid, struct look **out)
@@ -54,7 +54,7 @@ static size_t collect(long pid, struct look **out)
 	long self = (long)getpid();
 
 	while (pid ? !n && !cap : d && (de = readdir(d))) {
-		long p = pid ? pid : is_number(de->d_name) ? atol(de->d_name) : 0;
+		long p = pid ? pid : ef_proc_is_pid(de->d_name) ? atol(de->d_name) : 0;
 		if (pid)
 			cap = 1; /* one pass */
 		if (!p || p == self)
@@ -186,15 +186,6 @@ static const struct ef_show_prev *prev_of(long pid)
 	return NULL;
 }
 
-static int is_number(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
-}
 
 /* Every process listed in /proc, one line (or object) each for those running
  * libepollfix; returns the number shown. */
@@ -213,7 +204,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	}
 	double now = ef_look_now();
 	while ((de = readdir(d))) {
-		if (!is_number(de->d_name))
+		if (!ef_proc_is_pid(de->d_name))
 			continue;
 		long pid = atol(de->d_name);
 		if (pid == self)
@@ -263,7 +254,7 @@ static size_t count_proc(void)
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		n += is_number(de->d_name);
+		n += ef_proc_is_pid(de->d_name);
 	if (d)
 		closedir(d);
 	return n;
@@ -298,7 +289,7 @@ int ef_status_main(int argc, char **argv)
 					ef_parse_strerror(err, 1));
 				return EF_ST_USAGE;
 			}
-		} else if (is_number(a) && !pid && strlen(a) < 10 && atol(a) > 0) {
+		} else if (ef_proc_is_pid(a) && !pid && strlen(a) < 10 && atol(a) > 0) {
 			pid = atol(a);
 		} else {
 			fprintf(stderr, "epollfix: status: unexpected '%s'\n", a);

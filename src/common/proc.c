@@ -149,3 +149,13 @@ int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_
 	errno = saved;
 	return r;
 }
+
+int ef_proc_is_pid(const char *name)
+{
+	if (!*name)
+		return 0;
+	for (; *name; name++)
+		if (*name < '0' || *name > '9')
+			return 0;
+	return 1;
+}

@@ -52,4 +52,7 @@ int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_
  * string (argv[0]) in a NUL. Empty if it cannot be read. */
 void ef_proc_line(const char *name, char *buf, size_t size);
 
+/* Whether a name in /proc (or anything) is a pid: digits, at least one. */
+int ef_proc_is_pid(const char *name);
+
 #endif
