@@ -406,7 +406,7 @@ static void handle(const struct ef_notif *n)
 		answer(n->id);
 		return;
 	}
-	int32_t epfd;
+	int32_t epfd = -1; /* read_runtime may fail before it sets it */
 	int64_t sched[2];
 	int fd = (int)(int32_t)n->data.args[0];
 	int ok = read_runtime(p, &epfd, sched) == 0 && epfd == fd;
