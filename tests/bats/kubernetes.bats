@@ -703,8 +703,10 @@ PY
 	echo $! >>"$pids_file"
 	local scraped=
 	for i in $(seq 100); do
+		# Until the program has upgraded a wait: its first scrape may come
+		# before that, on a loaded machine.
 		scraped=$(curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null) &&
-			grep -q "^epollfix_calls_total{.*pid=\"$app\"" <<<"$scraped" && break
+			grep -q "^epollfix_upgraded_waits_total{.*pid=\"$app\".*} [1-9]" <<<"$scraped" && break
 		sleep 0.2
 	done
 	grep -q '^node_textfile_scrape_error 0$' <<<"$scraped" ||
