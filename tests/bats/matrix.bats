@@ -100,14 +100,17 @@ need() {
 	genuine "$MX_BUILD/ef-m-uv" --ms 1 --count "$COUNT"
 }
 
+# tokio's grid is learned from runs of 1 ms waits that no stall cut; beside
+# the rest of the suite the learning took long enough to weigh on 200 timers
+# (2.64 waits a fire against 2.00 once): 800 show the loop it learned.
 @test "matrix: tokio sleep(1 ms): wake-ups at most 1.25x" {
 	need "$RUST/ef-tokio" tests/matrix/build
-	genuine "$RUST/ef-tokio" --us 1000 --count "$COUNT"
+	genuine "$RUST/ef-tokio" --us 1000 --count $((COUNT * 4))
 }
 
 @test "matrix: tokio sleep(500 us): wake-ups at most 1.25x" {
 	need "$RUST/ef-tokio" tests/matrix/build
-	genuine "$RUST/ef-tokio" --us 500 --count "$COUNT"
+	genuine "$RUST/ef-tokio" --us 500 --count $((COUNT * 4))
 }
 
 @test "matrix: Java Selector.select(1): no early return, wake-ups at most 1.25x" {
