@@ -2,8 +2,8 @@
  * the preloaded library like any other. */
 #include "hard.h"
 
-long ef_dl_median_us(int count);
-long ef_dl_median_us(int count)
+long ef_dl_median_us(int count, long *min_us);
+long ef_dl_median_us(int count, long *min_us)
 {
-	return median_wait_us(idle_epoll(), 0, 1, count);
+	return median_wait_us(idle_epoll(), 0, 1, count, min_us);
 }

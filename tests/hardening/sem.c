@@ -290,7 +290,7 @@ static int late(int k, const char *how)
 			return 1;
 	if (filter_pwait2(how))
 		return 2;
-	long m = median_wait_us(ep, 0, 1, 40), mp = median_wait_us(ep, 1, 1, 40);
+	long m = median_wait_us(ep, 0, 1, 40, NULL), mp = median_wait_us(ep, 1, 1, 40, NULL);
 	printf("after the filter: epoll_wait median_us=%ld epoll_pwait median_us=%ld ", m, mp);
 	print_counters();
 	printf("\n");
