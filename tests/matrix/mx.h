@@ -1,6 +1,6 @@
 /* Shared by the matrix's C programs: a clock and the one report line,
- * "fires=N lateness_p50_us=.. lateness_p90_us=.. lateness_p99_us=.. elapsed_ms=..", with
- * " vcsw=.. cpu_us=.." after mx_usage_start(). */
+ * "fires=N lateness_p50_us=.. lateness_p90_us=.. lateness_p99_us=.. lateness_min_us=..
+ * elapsed_ms=..", with " vcsw=.. cpu_us=.." after mx_usage_start(). */
 #ifndef EF_MATRIX_H
 #define EF_MATRIX_H
 
@@ -62,9 +62,9 @@ static inline void mx_report(int64_t *late, long n, int64_t started_ns)
 	mx_fires_write();
 	qsort(late, (size_t)n, sizeof(*late), cmp_i64);
 	printf("fires=%ld lateness_p50_us=%lld lateness_p90_us=%lld lateness_p99_us=%lld "
-	       "elapsed_ms=%lld",
+	       "lateness_min_us=%lld elapsed_ms=%lld",
 	       n, n ? (long long)(late[n / 2] / 1000) : 0, n ? (long long)(late[n * 9 / 10] / 1000) : 0,
-	       n ? (long long)(late[n * 99 / 100] / 1000) : 0,
+	       n ? (long long)(late[n * 99 / 100] / 1000) : 0, n ? (long long)(late[0] / 1000) : 0,
 	       (long long)((now_ns() - started_ns) / 1000000));
 	mx_usage_print();
 	printf("\n");

@@ -1,7 +1,8 @@
 //! The report line every matrix program prints.
 use std::time::{Duration, Instant};
 
-/// Prints "fires=N lateness_p50_us=.. lateness_p90_us=.. lateness_p99_us=.. elapsed_ms=..";
+/// Prints "fires=N lateness_p50_us=.. lateness_p90_us=.. lateness_p99_us=.. lateness_min_us=..
+/// elapsed_ms=..";
 /// lateness holds, per fire, nanoseconds past the requested deadline.
 pub fn report(lateness: &mut [i64], started: Instant) {
     report_early(lateness, started, false)
@@ -24,11 +25,13 @@ pub fn report_extra(lateness: &mut [i64], started: Instant, early: bool, extra_f
         String::new()
     };
     println!(
-        "fires={} lateness_p50_us={} lateness_p90_us={} lateness_p99_us={} elapsed_ms={}{}{}",
+        "fires={} lateness_p50_us={} lateness_p90_us={} lateness_p99_us={} lateness_min_us={} \
+         elapsed_ms={}{}{}",
         n,
         pick(50),
         pick(90),
         pick(99),
+        pick(0),
         started.elapsed().as_millis(),
         extra,
         extra_fields
