@@ -57,7 +57,9 @@ assert_unclamped() {
 	assert_success
 	w=$(field written) r=$(field read)
 	[ "$w" -gt 100 ] && [ "$w" = "$r" ] || fail "written $w, read $r: $output"
-	[ "$(field latency_median_us)" -lt 1000 ] || fail "$output"
+	# An event left to the clamp would wait half of it, 50 ms, in the median;
+	# 20 ms leaves room for a loaded machine's stalls.
+	[ "$(field latency_median_us)" -lt 20000 ] || fail "$output"
 	[ "$(field max_us)" -lt 50000 ] || fail "an event waited for the clamp: $output"
 	run preload EPOLLFIX_CLAMP=100ms EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5 --writer-us 5000
 	assert_success
