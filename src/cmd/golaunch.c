@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "fmt.h"
 #include "goabi.h"
 #include "gosup.h"
@@ -160,27 +161,6 @@ __attribute__((noreturn)) static void become_supervisor(int sock, const char *st
 	ef_go_supervise(sock, stats, program);
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'L';
-	struct iovec iov = { &byte, 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	ssize_t n;
-	while ((n = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	return n == 1 ? 0 : -1;
-}
-
 /* NULL when the supervisor said it holds the listener (its pid in *sup);
  * else why not. */
 static const char *wait_ack(int sock, int *sup)
@@ -259,7 +239,7 @@ int ef_go_launch(const char *stats)
 	 * listener must reach the supervisor before this copy closes, or the
 	 * program's first sub-ms wait fails with ENOSYS and Go throws. */
 	int sup = 0;
-	const char *why = send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0], &sup) : "sendmsg failed";
+	const char *why = ef_send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0], &sup) : "sendmsg failed";
 	if (why) {
 		fprintf(stderr,
 			"epollfix: the Go supervisor did not take the filter's listener (%s): not starting "

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdpass.h"
 #include "fmt.h"
 #include "goabi.h"
 #include "goimage.h"
@@ -594,21 +595,9 @@ static void spawn_heir(const char *stats)
 
 void ef_go_supervise(int sock, const char *stats, int program)
 {
-	char byte;
-	struct iovec iov = { &byte, 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	ssize_t n;
-	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
+	listener = ef_recv_fd(sock);
+	if (listener < 0)
 		_exit(0); /* the launcher gave up before the filter: nothing to serve */
-	memcpy(&listener, CMSG_DATA(c), sizeof(int));
 	/* A memfd's page, so that status finds it by name in /proc/PID/maps. */
 	int mem = memfd_create(EF_GO_MEMFD, MFD_CLOEXEC);
 	shared = mem >= 0 && ftruncate(mem, sizeof(*shared)) == 0
