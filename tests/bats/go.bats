@@ -16,16 +16,10 @@ setup() {
 	cmd=$EPOLLFIX_CMD
 	gobin=$EPOLLFIX_BUILD/go
 	report=$BATS_TEST_TMPDIR/report
-	pids_file=$BATS_TEST_TMPDIR/pids
-	: >"$pids_file"
 }
 
 teardown() {
-	local p
-	while read -r p; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done <"$pids_file"
+	stop_tracked
 }
 
 # prog RELEASE VARIANT NAME: the built program, or the test is skipped.
@@ -141,7 +135,7 @@ sleeps_supervised() {
 	assert_failure 7 # the child part's own exit code
 	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
 	local pid=$!
-	echo "$pid" >>"$pids_file"
+	track_pid "$pid"
 	sleep 0.5
 	[ "$(readlink "/proc/$pid/exe")" = "$(prog local static sleeps)" ] || fail "pid $pid is $(readlink "/proc/$pid/exe")"
 	local sup heir
@@ -219,7 +213,7 @@ sleeps_supervised() {
 load_and_kill() {
 	"$cmd" --stats="$report" "$(prog local static httpload)" 60000 4 200us >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	local pid=$! victim who sup
-	echo "$pid" >>"$pids_file"
+	track_pid "$pid"
 	sleep 0.7
 	for who in "$@"; do
 		sup=$(supervisor_of "$pid")
@@ -295,7 +289,7 @@ median_late_us() {
 @test "status lists the supervisor with its counters; status PID gives its report; --metrics its series" {
 	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
 	local pid=$!
-	echo "$pid" >>"$pids_file"
+	track_pid "$pid"
 	sleep 0.7
 	local sup
 	sup=$(supervisor_of "$pid")
@@ -317,7 +311,7 @@ median_late_us() {
 	# supervisor's series of a program it is not.
 	env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 100000 >/dev/null &
 	local other=$!
-	echo "$other" >>"$pids_file"
+	track_pid "$other"
 	for i in $(seq 50); do "$cmd" status "$other" >/dev/null 2>&1 && break; sleep 0.1; done
 	run --separate-stderr "$cmd" status --metrics "$other"
 	assert_success

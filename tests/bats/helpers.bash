@@ -136,3 +136,17 @@ assert_rounded() {
 	[ -n "$m" ] || fail "no median in: $output"
 	[ "$m" -gt "$ROUNDED_US" ] || fail "median ${m}us is not over ${ROUNDED_US}us: $output"
 }
+
+# Background processes a test starts: track_pid PID records one; stop_tracked
+# [SIGNAL] (in teardown) signals them all, the last started first (TERM
+# unless told), then reaps them, even when the test failed.
+track_pid() {
+	echo "$1" >>"$BATS_TEST_TMPDIR/tracked-pids"
+}
+stop_tracked() {
+	local f=$BATS_TEST_TMPDIR/tracked-pids p
+	[ -f "$f" ] || return 0
+	tac "$f" | while read -r p; do kill -"${1:-TERM}" "$p" 2>/dev/null || true; done
+	while read -r p; do wait "$p" 2>/dev/null || true; done <"$f"
+	rm -f "$f"
+}

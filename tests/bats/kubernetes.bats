@@ -15,16 +15,13 @@ setup_file() {
 setup() {
 	load helpers
 	cmd=$EPOLLFIX_CMD
-	pids_file=$BATS_TEST_TMPDIR/pids
-	: >"$pids_file"
 	cgroups_file=$BATS_TEST_TMPDIR/cgroups
 	: >"$cgroups_file"
 }
 
 teardown() {
-	local p c
-	tac "$pids_file" | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
-	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
+	local c
+	stop_tracked KILL
 	# Deepest first: a cgroup goes only once it is empty and has no child.
 	sort -r "$cgroups_file" | while read -r c; do rmdir "$c" 2>/dev/null || true; done
 	[ ! -f "$BATS_TEST_TMPDIR/remove" ] || xargs -r rm -rf <"$BATS_TEST_TMPDIR/remove"
@@ -83,7 +80,7 @@ both_builds() {
 	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
 	# The static command reads a running process of either libc.
 	env LD_PRELOAD="$img/musl/libepollfix.so" "$musl_build/tests/progs/ef-sleep" --count 1000000 >/dev/null 2>&1 &
-	echo $! >>"$pids_file"
+	track_pid $!
 	for i in $(seq 50); do
 		run "$img/bin/epollfix" status --json $!
 		[ "$status" = 0 ] && break
@@ -249,7 +246,7 @@ start_cluster() {
 		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
 		--initial-cluster "t=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
-	echo $! >>"$pids_file"
+	track_pid $!
 	"$K8S_TOOLS/bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
 		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
 		--cert-dir "$d/certs" --token-auth-file "$d/tokens.csv" --authorization-mode AlwaysAllow \
@@ -257,7 +254,7 @@ start_cluster() {
 		--service-account-key-file "$d/sa.pub" --service-account-signing-key-file "$d/sa.key" \
 		--service-cluster-ip-range 10.96.0.0/24 --endpoint-reconciler-type none \
 		>"$d/apiserver.log" 2>&1 &
-	echo $! >>"$pids_file"
+	track_pid $!
 	for i in $(seq 600); do
 		[ "$(kc get --raw /readyz 2>/dev/null)" = ok ] && break
 		kill -0 "$!" 2>/dev/null || fail "kube-apiserver stopped: $(tail -n 20 "$d/apiserver.log")"
@@ -506,7 +503,7 @@ cgroup_root() {
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-7d9f-x2k4 EPOLLFIX_CONTAINER_NAME=app \
 		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>"$BATS_TEST_TMPDIR/pod.out" 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	# The program is unshare's one child (bash became unshare): never another
 	# test's program of the same name, which may run beside this one.
 	for i in $(seq 50); do
@@ -515,7 +512,7 @@ cgroup_root() {
 		sleep 0.1
 	done
 	[ -n "$host" ] || fail "the program did not start: $(cat "$BATS_TEST_TMPDIR/pod.out")"
-	echo "$host" >>"$pids_file"
+	track_pid "$host"
 	# No warning from the library about the variables.
 	[ ! -s "$BATS_TEST_TMPDIR/pod.out" ] || fail "the program said: $(cat "$BATS_TEST_TMPDIR/pod.out")"
 
@@ -574,7 +571,7 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	printf '%s\n' "$root/kubepods" "$root/kubepods/besteffort" "$root/kubepods/besteffort/pod$uid" "$cg" >>"$cgroups_file"
 	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
 		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	for i in $(seq 50); do
 		"$cmd" status $! >/dev/null 2>&1 && break
 		sleep 0.1
@@ -594,7 +591,7 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
 		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	for i in $(seq 50); do
 		"$cmd" status $! >/dev/null 2>&1 && break
 		sleep 0.1
@@ -693,14 +690,14 @@ PY
 	env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
 		LD_PRELOAD="$BATS_TEST_TMPDIR/image/epollfix/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>/dev/null 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	local app=$!
 	# shellcheck disable=SC2086
 	$status_cmd >"$BATS_TEST_TMPDIR/status.log" 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	# shellcheck disable=SC2086
 	prometheus-node-exporter $exporter_args >"$BATS_TEST_TMPDIR/exporter.log" 2>&1 3>&- &
-	echo $! >>"$pids_file"
+	track_pid $!
 	local scraped=
 	for i in $(seq 100); do
 		# Until the program has upgraded a wait: its first scrape may come

@@ -6,16 +6,12 @@
 setup() {
 	load helpers
 	cmd=$EPOLLFIX_CMD
-	pids_file=$BATS_TEST_TMPDIR/pids
-	: >"$pids_file"
 }
 
 teardown() {
-	local p
 	# SIGKILL: unshare ignores SIGTERM while its child runs (--kill-child then
 	# takes the child with it).
-	tac "$pids_file" | while read -r p; do kill -KILL "$p" 2>/dev/null || true; done
-	while read -r p; do wait "$p" 2>/dev/null || true; done <"$pids_file"
+	stop_tracked KILL
 	[ -z "${nobody_root:-}" ] || rm -rf "$nobody_root"
 }
 
@@ -25,7 +21,7 @@ bg() {
 	shift
 	"$@" >"$out" 2>&1 3>&- &
 	started=$!
-	echo "$started" >>"$pids_file"
+	track_pid "$started"
 }
 
 # start_in_pid_ns [CMD...]: the timer loop with the library as pid 1 of a
@@ -41,7 +37,7 @@ start_in_pid_ns() {
 		sleep 0.1
 	done
 	[ -n "$host" ] || fail "the program did not start in its namespace"
-	echo "$host" >>"$pids_file"
+	track_pid "$host"
 }
 
 # A timer loop with the library, reading as a service would: 50 us sleeps

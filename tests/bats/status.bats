@@ -6,19 +6,11 @@ setup() {
 	load helpers
 	cmd=$EPOLLFIX_CMD
 	server=$EPOLLFIX_PROGS/ef-server
-	pids_file=$BATS_TEST_TMPDIR/pids
-	: >"$pids_file"
 }
 
 # Every process a test started in the background is stopped, even on failure.
 teardown() {
-	local p
-	while read -r p; do
-		kill "$p" 2>/dev/null || true
-	done <"$pids_file"
-	while read -r p; do
-		wait "$p" 2>/dev/null || true
-	done <"$pids_file"
+	stop_tracked
 	[ -z "${cleanup_dir:-}" ] || rm -rf "$cleanup_dir"
 }
 
@@ -29,7 +21,7 @@ start() {
 	shift
 	"$@" >"$out" 2>"$out.err" &
 	started=$!
-	echo "$started" >>"$pids_file"
+	track_pid "$started"
 }
 
 # wait_line FILE: until FILE has a first line (a server's port), 20 s at most.
