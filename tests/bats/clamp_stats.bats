@@ -81,27 +81,20 @@ assert_unclamped() {
 	[ "$(report_value "fell back")" -gt 100 ] || fail "$output"
 }
 
-@test "asyncio with ready callbacks and sleeps runs no slower with the clamp on" {
+@test "asyncio with ready callbacks and sleeps: the clamp leaves its polls alone" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
-	local off=() on=()
-	for i in 1 2 3; do
-		run preload "$py" "$PROGS_SRC/asyncio_mix.py" 20
-		assert_success
-		off+=("$(field elapsed_ms)")
-		run preload EPOLLFIX_CLAMP=1ms EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_mix.py" 20
-		assert_success
-		on+=("$(field elapsed_ms)")
-		clamped=$(report_value clamped)
-		# The report must also show that the loop had long runs of empty polls:
-		# only the gap rule keeps them from being clamped.
-		streak=$(report_value "empty zero-timeout polls" | sed 's/.*longest streak //')
-	done
-	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	run preload EPOLLFIX_CLAMP=1ms EPOLLFIX_STATS=1 "$py" "$PROGS_SRC/asyncio_mix.py" 20
+	assert_success
+	clamped=$(report_value clamped)
+	# The report must also show that the loop had long runs of empty polls:
+	# only the gap rule keeps them from being clamped.
+	streak=$(report_value "empty zero-timeout polls" | sed 's/.*longest streak //')
 	[ "$streak" -gt 16 ] || fail "the program never polled 16 times in a row with nothing ready"
-	[ "$clamped" -lt 10 ] || fail "asyncio's ready-callback polls were clamped $clamped times"
-	[ "$(med "${on[@]}")" -le $(( $(med "${off[@]}") * 3 / 2 + 20 )) ] ||
-		fail "with the clamp: ${on[*]} ms; without: ${off[*]} ms"
+	# Each clamped poll adds at most the clamp, 1 ms, to the run: fewer than
+	# 10 bound what the clamp costs it by a count, which load cannot move
+	# (elapsed times compared across runs can, by any amount).
+	[ "$clamped" -lt 10 ] || fail "asyncio's ready-callback polls were clamped $clamped times: $output"
 }
 
 @test "report counts match the program's calls (epoll_wait and epoll_pwait)" {
