@@ -38,6 +38,8 @@ static inline long median_wait_us(int ep, int pwait, int timeout, int count, lon
 	struct epoll_event out[4];
 	sigset_t cur;
 
+	if (min_us)
+		*min_us = -1;
 	if (count > 256)
 		count = 256;
 	pthread_sigmask(SIG_SETMASK, NULL, &cur);
