@@ -121,7 +121,10 @@ setuid_copy() {
 	chown root:root "$prog"
 	chmod 4755 "$prog"
 	mkdir -p "$prefix/etc" "$SEC_DIR/out"
-	printf '# the host\nlog = debug\nsubms = 20us\nstats = %s\n' "$SEC_DIR/out/report" >"$prefix/etc/epollfix.conf"
+	# adapt = off: every upgraded wait one SUBMS step, so each is logged
+	# "upgraded to 20us" (auto aims some at the deadlines it predicts).
+	printf '# the host\nlog = debug\nsubms = 20us\nadapt = off\nstats = %s\n' "$SEC_DIR/out/report" \
+		>"$prefix/etc/epollfix.conf"
 	run --separate-stderr as_nobody env EPOLLFIX_SUBMS=30us EPOLLFIX_LOG=quiet EPOLLFIX_DISABLE=1 \
 		EPOLLFIX_CONFIG=/dev/null "$prog" --count 20
 	echo "stdout: $output"
