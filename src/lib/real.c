@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "elfsym.h"
 #include "proc.h"
 #include "sandbox.h"
 #include "wait_path.h"
@@ -281,14 +282,7 @@ struct lookup_order {
 
 static int holds(const struct dl_phdr_info *i, const void *a)
 {
-	uintptr_t p = (uintptr_t)a;
-	for (size_t k = 0; k < i->dlpi_phnum; k++) {
-		const ElfW(Phdr) *ph = &i->dlpi_phdr[k];
-		uintptr_t start = i->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && p >= start && p - start < ph->p_memsz)
-			return 1;
-	}
-	return 0;
+	return ef_elf_contains(i->dlpi_addr, i->dlpi_phdr, i->dlpi_phnum, (uintptr_t)a);
 }
 
 static int first_of(struct dl_phdr_info *i, size_t size, void *arg)
