@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "proc.h"
 
 void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
@@ -23,26 +24,24 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_INSTANCES], c[EF_GC_TAKEOVERS]);
 }
 
+/* The mapping of the supervisor's memfd, "/memfd:NAME (deleted)". */
+static int shared_page(const struct ef_map_line *m, void *arg)
+{
+	if (strncmp(m->name, "/memfd:" EF_GO_MEMFD " ", sizeof("/memfd:" EF_GO_MEMFD " ") - 1) != 0 ||
+	    m->end - m->start < sizeof(struct ef_go_shared))
+		return 0;
+	*(unsigned long long *)arg = m->start;
+	return 1;
+}
+
 int ef_golook_at(long pid, struct ef_golook *g)
 {
-	char comm[32], maps[65536];
+	char comm[32];
 	if (ef_proc_read(pid, "comm", comm, sizeof(comm)) <= 0 ||
 	    strcmp(comm, EF_GO_COMM "\n") != 0)
 		return 0;
-	/* The mapping of the memfd, "... /memfd:NAME (deleted)". */
-	FILE *f;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	unsigned long long start = 0, end = 0;
-	int found = 0;
-	while (!found && fgets(maps, sizeof(maps), f))
-		found = strstr(maps, "/memfd:" EF_GO_MEMFD " ") &&
-			sscanf(maps, "%llx-%llx", &start, &end) == 2 &&
-			end - start >= sizeof(struct ef_go_shared);
-	fclose(f);
-	if (!found)
+	unsigned long long start = 0;
+	if (ef_maps_each(pid, shared_page, &start) != 1)
 		return 0;
 	struct ef_go_shared s;
 	struct iovec local = { &s, sizeof(s) }, remote = { (void *)(uintptr_t)start, sizeof(s) };

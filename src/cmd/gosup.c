@@ -34,6 +34,7 @@
 #include "goabi.h"
 #include "goimage.h"
 #include "golook.h"
+#include "maps.h"
 #include "proc.h"
 
 #define KCMP_FILE_ 0
@@ -141,34 +142,23 @@ static uint64_t startcode_of(pid_t pid)
 	return field == 26 ? strtoull(p, NULL, 10) : 0;
 }
 
+/* The mapping of the executable's first PT_LOAD: its file's inode, at that
+ * segment's page-aligned offset. */
+static int first_load(const struct ef_map_line *m, void *arg)
+{
+	struct proc *p = arg;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (m->inode != (unsigned long long)p->ino || m->offset != (p->img.first_offset & ~(page - 1)))
+		return 0;
+	p->bias = m->start - (p->img.first_vaddr & ~(page - 1));
+	return 1;
+}
+
 /* The load bias of a PIE: where the mapping of the executable's first
  * PT_LOAD starts, less that segment's page-aligned address. */
 static int bias_of(struct proc *p)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->tgid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = -1;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	/* Whole lines, however long a path: a tail never reads as a line. */
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		if (sscanf(line, "%llx-%llx %*4s %llx %x:%x %llu", &start, &end, &off, &maj, &min, &ino) != 6)
-			continue;
-		if (ino == (unsigned long long)p->ino && off == (p->img.first_offset & ~(page - 1))) {
-			p->bias = start - (p->img.first_vaddr & ~(page - 1));
-			found = 0;
-			break;
-		}
-	}
-	free(line);
-	fclose(f);
-	return found;
+	return ef_maps_each(p->tgid, first_load, p) == 1 ? 0 : -1;
 }
 
 /* Reads what the process runs now: GO with the addresses to read, or PASS. */

@@ -8,6 +8,7 @@
  * string escaped before it is shown. */
 #define _GNU_SOURCE
 #include "look.h"
+#include "maps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -230,41 +231,35 @@ struct mapping {
 	unsigned long start, end, offset;
 };
 
+struct library_search {
+	struct look *l;
+	unsigned long want;
+	struct mapping *m;
+};
+
+static int library_line(const struct ef_map_line *line, void *arg)
+{
+	struct library_search *s = arg;
+	const char *name = line->name, *base = strrchr(name, '/');
+	if (name[0] != '/' || strncmp(++base, "libepollfix", 11) != 0 || !strstr(base, ".so"))
+		return 0;
+	if (s->l->lib[0] && strcmp(s->l->lib, name) != 0)
+		return 0;
+	snprintf(s->l->lib, sizeof(s->l->lib), "%s", name);
+	if (s->want != ~0ul && (s->want < line->offset || s->want >= line->offset + (line->end - line->start)))
+		return 0;
+	*s->m = (struct mapping){ line->start, line->end, line->offset };
+	return 1;
+}
+
 /* Finds libepollfix in pid's maps: its path into l->lib and the mapping that
  * holds file offset want (or, with want ~0, the first one). */
 static int find_library(long pid, struct look *l, unsigned long want, struct mapping *m)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	struct library_search s = { l, want, m };
+	int found = ef_maps_each(pid, library_line, &s);
+	if (found < 0)
 		return errno == ENOENT ? FAIL(EF_ST_GONE, "no process %ld", pid) : read_failed(pid, errno);
-	while (!found && getline(&line, &cap, f) > 0) {
-		unsigned long start, end, offset;
-		int name_at = 0;
-		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &end, &offset, &name_at) < 3 ||
-		    !name_at || line[name_at] != '/')
-			continue;
-		const char *name = line + name_at, *base = strrchr(name, '/') + 1;
-		if (strncmp(base, "libepollfix", 11) != 0 || !strstr(base, ".so"))
-			continue;
-		if (l->lib[0] && strcmp(l->lib, name) != 0)
-			continue;
-		snprintf(l->lib, sizeof(l->lib), "%s", name);
-		if (want == ~0ul || (want >= offset && want < offset + (end - start))) {
-			*m = (struct mapping){ start, end, offset };
-			found = 1;
-		}
-	}
-	int err = ferror(f) ? errno : 0;
-	free(line);
-	fclose(f);
-	if (err)
-		return read_failed(pid, err);
 	if (!found && !l->lib[0])
 		return FAIL(EF_ST_NOLIB, "libepollfix is not loaded in process %ld (%s)", pid, l->comm);
 	if (!found)
@@ -459,54 +454,50 @@ int ef_look_at(long pid, struct look *l)
 }
 
 
+struct site_search {
+	uint64_t ra;
+	struct mapping m;
+	char name[PATH_MAX];
+};
+
+static int site_line(const struct ef_map_line *line, void *arg)
+{
+	struct site_search *s = arg;
+	if (s->ra < line->start || s->ra >= line->end)
+		return 0;
+	s->m = (struct mapping){ line->start, line->end, line->offset };
+	snprintf(s->name, sizeof(s->name), "%s", line->name);
+	return 1;
+}
+
 /* A call site as the exit report names it with dladdr(3): the object's file
  * name and the exported symbol that holds the address, "libfoo.so (fn+42)".
  * From outside: the mapping in /proc/PID/maps, the symbol in that file's
  * .dynsym. */
 void ef_look_site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int named = 0;
-
-	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
-	FILE *f = fopen(path, "re");
-	while (f && !named && getline(&line, &cap, f) > 0) {
-		unsigned long start, end, offset;
-		int name_at = 0;
-		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &start, &end, &offset, &name_at) < 3 ||
-		    ra < start || ra >= end)
-			continue;
-		named = 1;
-		if (!name_at || line[name_at] != '/') {
-			ef_fmt(w, "?");
-			break;
-		}
-		struct look l = { .pid = pid };
-		struct mapping m = { start, end, offset };
-		snprintf(l.lib, sizeof(l.lib), "%s", line + name_at);
-		/* dladdr names the file as it was loaded, without " (deleted)". */
-		char base[PATH_MAX];
-		snprintf(base, sizeof(base), "%s", strrchr(l.lib, '/') + 1);
-		size_t n = strlen(base);
-		if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
-			base[n - 10] = '\0';
-		ef_esc(w, *base ? base : comm, 0);
-		int fd = open_library(pid, &l, &m);
-		struct ef_file e;
-		uint64_t vaddr, value;
-		char sym[256];
-		if (fd >= 0 && ef_file_open(fd, &e) == 0 &&
-		    ef_file_vaddr_of(&e, ra - start + offset, &vaddr) == 0 &&
-		    ef_file_dynsym_at(&e, vaddr, sym, sizeof(sym), &value) == 0)
-			ef_fmt(ef_esc(ef_fmt(w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
-		if (fd >= 0)
-			close(fd);
-	}
-	if (!named)
+	struct site_search s = { .ra = ra };
+	if (ef_maps_each(pid, site_line, &s) != 1 || s.name[0] != '/') {
 		ef_fmt(w, "?");
-	free(line);
-	if (f)
-		fclose(f);
+		return;
+	}
+	struct look l = { .pid = pid };
+	snprintf(l.lib, sizeof(l.lib), "%s", s.name);
+	/* dladdr names the file as it was loaded, without " (deleted)". */
+	char base[PATH_MAX];
+	snprintf(base, sizeof(base), "%s", strrchr(l.lib, '/') + 1);
+	size_t n = strlen(base);
+	if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
+		base[n - 10] = '\0';
+	ef_esc(w, *base ? base : comm, 0);
+	int fd = open_library(pid, &l, &s.m);
+	struct ef_file e;
+	uint64_t vaddr, value;
+	char sym[256];
+	if (fd >= 0 && ef_file_open(fd, &e) == 0 &&
+	    ef_file_vaddr_of(&e, ra - s.m.start + s.m.offset, &vaddr) == 0 &&
+	    ef_file_dynsym_at(&e, vaddr, sym, sizeof(sym), &value) == 0)
+		ef_fmt(ef_esc(ef_fmt(w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
+	if (fd >= 0)
+		close(fd);
 }
