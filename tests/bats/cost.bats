@@ -85,30 +85,31 @@ setup() {
 	done
 }
 
-@test "seccomp: a filter that allows epoll_pwait2, installed later, leaves the upgrades on" {
-	local vias=(prctl syscall)
+# still_upgraded CMD...: for each way a filter that allows epoll_pwait2 goes
+# in (prctl, syscall, libseccomp), the late-filter program run under CMD
+# upgrades its waits before the filter and after it.
+still_upgraded() {
+	local via vias=(prctl syscall)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
 	for via in "${vias[@]}"; do
-		run preload "$EPOLLFIX_PROGS/ef-late-filter" "$via" allow 40
+		run "$@" "$EPOLLFIX_PROGS/ef-late-filter" "$via" allow 40
 		assert_success
 		[ "$(field before_min_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
 		[ "$(field after_min_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
 	done
 }
 
+@test "seccomp: a filter that allows epoll_pwait2, installed later, leaves the upgrades on" {
+	still_upgraded preload
+}
+
 @test "seccomp: preloaded behind another interposer of prctl (the ASan runtime), a filter that allows epoll_pwait2, installed later, leaves the upgrades on" {
 	need_glibc
 	asan=$(asan_runtime) || skip "no AddressSanitizer runtime (gcc's libasan)"
-	local vias=(prctl syscall libseccomp)
-	for via in "${vias[@]}"; do
-		# The interposer's prctl is the one every object calls; it forwards
-		# to the library's, which reads the filter before it is in force.
-		run env ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
-			LD_PRELOAD="$asan:$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-late-filter" "$via" allow 40
-		assert_success
-		[ "$(field before_min_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
-		[ "$(field after_min_us)" -lt "$ROUNDED_US" ] || fail "$via: $output"
-	done
+	# The interposer's prctl is the one every object calls; it forwards to
+	# the library's, which reads the filter before it is in force.
+	still_upgraded env ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
+		LD_PRELOAD="$asan:$EPOLLFIX_LIB"
 }
 
 # system calls per upgraded wait in a run of 200 asyncio 700 us sleeps, from strace
