@@ -241,19 +241,26 @@ int ef_seccomp_status_via(ef_syscall_fn sys)
 	return ef_seccomp_mode_of(&f, whole) != 0; /* -1: it cannot tell, so assume one */
 }
 
+long ef_seccomp_filters_of(const struct ef_proc_field *count)
+{
+	if (!ef_proc_field_found(count) || !count->len)
+		return -1;
+	long n = 0;
+	for (size_t i = 0; i < count->len; i++) {
+		if (count->out[i] < '0' || count->out[i] > '9' || n > 100000000)
+			return -1;
+		n = n * 10 + (count->out[i] - '0');
+	}
+	return n;
+}
+
 long ef_seccomp_filters_via(ef_syscall_fn sys)
 {
 	struct ef_proc_field f;
 	char count[24];
 
 	ef_proc_field_init(&f, "Seccomp_filters", count, sizeof(count));
-	if (ef_proc_fields_via(sys, 0, "status", &f, 1) != 0 || !ef_proc_field_found(&f) || !f.len)
+	if (ef_proc_fields_via(sys, 0, "status", &f, 1) != 0)
 		return -1;
-	long n = 0;
-	for (size_t i = 0; i < f.len; i++) {
-		if (f.out[i] < '0' || f.out[i] > '9' || n > 100000000)
-			return -1;
-		n = n * 10 + (f.out[i] - '0');
-	}
-	return n;
+	return ef_seccomp_filters_of(&f);
 }

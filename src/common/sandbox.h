@@ -63,6 +63,9 @@ int ef_seccomp_status_via(ef_syscall_fn sys);
 /* The number of seccomp filters in force in this process (Seccomp_filters:
  * in /proc/self/status, Linux 5.9), or -1 when it cannot tell. */
 long ef_seccomp_filters_via(ef_syscall_fn sys);
+/* The count a Seccomp_filters: field read from a status file gives, or -1
+ * when the field is missing or not a count. */
+long ef_seccomp_filters_of(const struct ef_proc_field *count);
 
 /* The variable `epollfix` sets for a Go program it supervises when the filter
  * it installed was the only one in force (doc/go.md): that filter sends only

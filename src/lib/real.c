@@ -267,7 +267,7 @@ static long filter_count(int fd)
 	if (!whole || !ef_proc_field_found(&f[0]))
 		return -1;
 	if (ef_proc_field_found(&f[2]))
-		return count[0] >= '0' && count[0] <= '9' ? strtol(count, NULL, 10) : -1;
+		return ef_seccomp_filters_of(&f[2]);
 	/* Before the count was shown (Linux 5.9): the mode alone. */
 	int m = ef_seccomp_mode_of(&f[1], whole);
 	return m < 0 ? -1 : m;
