@@ -57,12 +57,17 @@ static const struct prose {
 	  "than without the library; `off`: no limit. Hinted waits and the sites listed with "
 	  "`--subms-callers` are not rationed" },
 	{ "seccomp",
-	  "`safe`: under a seccomp filter in force when the program started (a container "
-	  "runtime's, systemd's `SystemCallFilter=`), whose content cannot be read, never call "
-	  "`epoll_pwait2` or `prctl` for slack: every wait passes through; `trust`: that "
-	  "filter allows both (Docker's default profile since 20.10.4). Filters the program "
-	  "installs itself are read before they are in force either way. Takes effect at the "
-	  "first upgraded wait" },
+	  "what the library does under a seccomp filter in force when the program started (a "
+	  "container runtime's default profile, systemd's `SystemCallFilter=`), whose content "
+	  "cannot be read. `auto`: in a container (a PID namespace of its own: Docker, podman, "
+	  "a Kubernetes pod) as `probe`, elsewhere as `safe`; `probe`: at the first wait it "
+	  "would upgrade, a child under the same filter tries `epoll_pwait2` and the slack "
+	  "`prctl` (about 0.1 ms, once per process; the program's waits pass through until it "
+	  "answers, and through for good if it is killed, refused or silent for 500 ms); "
+	  "`safe`: never call either, no child: every wait passes through; `trust`: the filter "
+	  "allows both. A filter that kills the process on `clone` itself kills it at the "
+	  "probe: no runtime's default does (set `safe` there). Filters the program installs "
+	  "itself are read before they are in force in every mode" },
 	{ "genuine-callers",
 	  "comma list of objects whose 1 ms waits are always left alone, as meant: a "
 	  "library's file name (`libzmq.so.5`, or `libzmq.so` for any version), a directory in "

@@ -107,25 +107,17 @@ static void prepend_preload(const char *lib)
 
 /* What the library would find in a program started from here, under the
  * same sandbox: 0 when epoll_pwait2 works, else why not (ef_pwait2_why). The
- * probe runs in a child, so a filter that kills on it ends the child alone
- * (the command is no host: under a filter that kills fork, --check dies). */
-static int pwait2_check(int trust)
+ * library's own plan and probe: a filter that kills on epoll_pwait2 ends the
+ * probe alone (the command is no host: under a filter that kills clone,
+ * --check dies). */
+static int pwait2_check(const struct ef_config *c)
 {
-	if (ef_seccomp_status_via(syscall) && !trust)
-		return EF_WHY_UNKNOWN_FILTER;
+	int why = ef_seccomp_plan((int)c->seccomp, ef_seccomp_status_via(syscall), syscall);
+	unsigned denied;
+
 	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		signal(SIGSYS, SIG_DFL);
-		_exit(ef_pwait2_probe_via(syscall) & 0xff);
-	}
-	int status;
-	if (pid < 0)
-		return errno;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return ECHILD;
-	return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
+	return why == EF_PLAN_ASK || why == EF_PLAN_PROBE ? ef_probe_run(syscall, c->slack_ns, &denied)
+							  : why;
 }
 
 static int check(const char *lib, int have_lib)
@@ -143,7 +135,7 @@ static int check(const char *lib, int have_lib)
 	enum ef_file_state fs =
 		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv);
 	ef_policy_line(&c, &policy);
-	why = pwait2_check((int)c.seccomp_trust);
+	why = pwait2_check(&c);
 	int works = why == 0;
 	char reason[160];
 	ef_pwait2_why(why, &EF_BUF(reason));

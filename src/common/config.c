@@ -10,7 +10,11 @@ static const struct ef_word ef_log_words[] = {
 	{ "quiet", EF_LOG_QUIET }, { "warn", EF_LOG_WARN }, { "debug", EF_LOG_DEBUG }, { NULL, 0 }
 };
 static const struct ef_word ef_bool_words[] = { { "0", 0 }, { "1", 1 }, { NULL, 0 } };
-static const struct ef_word ef_seccomp_words[] = { { "safe", 0 }, { "trust", 1 }, { NULL, 0 } };
+static const struct ef_word ef_seccomp_words[] = { { "safe", EF_SECCOMP_SAFE },
+						   { "trust", EF_SECCOMP_TRUST },
+						   { "auto", EF_SECCOMP_AUTO },
+						   { "probe", EF_SECCOMP_PROBE },
+						   { NULL, 0 } };
 static const struct ef_word ef_adapt_words[] = {
 	{ "off", EF_ADAPT_OFF }, { "auto", EF_ADAPT_AUTO }, { "safe", EF_ADAPT_SAFE }, { NULL, 0 }
 };

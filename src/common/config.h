@@ -12,6 +12,8 @@
 
 /* EPOLLFIX_ADAPT */
 enum ef_adapt { EF_ADAPT_OFF, EF_ADAPT_AUTO, EF_ADAPT_SAFE };
+/* EPOLLFIX_SECCOMP */
+enum ef_seccomp { EF_SECCOMP_SAFE, EF_SECCOMP_TRUST, EF_SECCOMP_AUTO, EF_SECCOMP_PROBE };
 
 enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 
@@ -59,10 +61,12 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	NUM(max_extra, MAX_EXTRA, "max-extra", INT, 1, 1000000, 1000, 1000, ef_off_word, "=VALUE",  \
 	    "wake-ups the library may add per second in a process (early wake-ups the "         \
 	    "program asks the same again after); past it waits pass as asked; off: no limit")   \
-	NUM(seccomp_trust, SECCOMP, "seccomp", WORD, 0, 1, 0, 0, ef_seccomp_words, "=VALUE",     \
-	    "safe: under a seccomp filter in force at start, whose content cannot be read, never " \
-	    "call epoll_pwait2 or set timer slack; trust: that filter allows both (Docker's "     \
-	    "default profile since 20.10.4)")                                                    \
+	NUM(seccomp, SECCOMP, "seccomp", WORD, 0, 3, EF_SECCOMP_AUTO,                            \
+	    EF_SECCOMP_SAFE /* a value not understood: no child, no call a filter could kill */,  \
+	    ef_seccomp_words, "=VALUE",                                                          \
+	    "under a seccomp filter in force at start, whose content cannot be read: auto: in a " \
+	    "container ask a child whether it allows epoll_pwait2 and timer slack, elsewhere as " \
+	    "safe; probe: ask a child everywhere; safe: never call either; trust: it allows both") \
 	/* Lists of objects: a library's file name (libzmq.so.5, or libzmq.so for any        \
 	 * version), a directory in its path (gevent), a path, or the program's name. */      \
 	TEXT(genuine_callers, GENUINE_CALLERS, "genuine-callers", EF_LIST_SIZE, 1, "", "", NULL, \

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "sandbox.h"
@@ -19,15 +20,29 @@ struct ef_buf *ef_policy_line(const struct ef_config *c, struct ef_buf *out)
 struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 {
 	if (why < 0)
-		return ef_fmt(out, "a probe was killed by signal %d", -why);
-	if (why == EF_WHY_UNKNOWN_FILTER)
+		return ef_fmt(out, "a probe was killed by signal %d%s", -why,
+			      -why == SIGSYS ? " (SIGSYS: a seccomp filter kills or traps it)" : "");
+	switch (why) {
+	case EF_WHY_UNKNOWN_FILTER:
 		return ef_fmt(out, "a seccomp filter of unknown content was in force at start; "
-				   "EPOLLFIX_SECCOMP=trust uses epoll_pwait2 under it");
-	if (why == EF_WHY_FILTER_DENIES)
+				   "EPOLLFIX_SECCOMP=probe would ask a child");
+	case EF_WHY_NO_CONTAINER:
+		return ef_fmt(out, "an unknown seccomp filter was in force at start, outside a container; "
+				   "EPOLLFIX_SECCOMP=probe asks a child");
+	case EF_WHY_FILTER_DENIES:
 		return ef_fmt(out, "a seccomp filter the program installed would kill or trap it");
-	if (why == EF_WHY_FILTER_UNSEEN)
+	case EF_WHY_FILTER_UNSEEN:
 		return ef_fmt(out, "a seccomp filter was installed that the library, loaded with "
 				   "dlopen and not preloaded, could not read first");
+	case EF_WHY_PROBE_SILENT:
+		return ef_fmt(out, "the probe, a child under the same filter, gave no answer in %d ms "
+				   "(a listener?) and was killed",
+			      (int)(EF_PROBE_PATIENCE_NS / 1000000));
+	case EF_WHY_PROBE_NO_CHILD:
+		return ef_fmt(out, "the probe, a child under the same filter, could not start (clone refused)");
+	case EF_WHY_PROBE_LOST:
+		return ef_fmt(out, "the probe's exit was taken by the program's own wait for every child");
+	}
 	return ef_fmt(out, "%s",
 		      why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
 		      : why == EPERM ? "EPERM: refused by a seccomp filter"
@@ -41,6 +56,8 @@ struct ef_buf *ef_pwait2_line(enum ef_pwait2_state state, int why, struct ef_buf
 		return ef_fmt(out, "available");
 	case EF_PW2_NO:
 		return ef_fmt(ef_pwait2_why(why, ef_fmt(out, "unavailable (")), ")");
+	case EF_PW2_PROBING:
+		return ef_fmt(out, "being probed");
 	default:
 		return ef_fmt(out, "not probed (no call needed it)");
 	}

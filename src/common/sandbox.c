@@ -1,13 +1,19 @@
 /* Reading seccomp filters before they are in force (sandbox.h). */
+#define _GNU_SOURCE /* CLONE_FILES */
 #include "sandbox.h"
+
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #ifndef SYS_epoll_pwait2
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
@@ -229,6 +235,133 @@ int ef_pwait2_probe_via(ef_syscall_fn sys)
 	if (r < 0 && (errno == EINVAL || errno == EBADF))
 		return 0;
 	return r < 0 ? errno : EINVAL;
+}
+
+/* ---- The probe ------------------------------------------------------------- */
+
+/* struct k_sigaction as rt_sigaction(2) takes it on the architectures above. */
+struct ksigaction_ {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* The child's whole life: only raw system calls through sys, on its own copy
+ * of the host's memory, then exit_group with the answer: the low 7 bits
+ * epoll_pwait2's (0 works, else its errno, 127 at most), bit 7 set when the
+ * slack prctl was refused. */
+static __attribute__((noreturn)) void probe_child(ef_syscall_fn sys, int64_t slack_ns)
+{
+	uint64_t all = ~(uint64_t)0;
+	struct ksigaction_ dfl = { .handler = SIG_DFL };
+
+	sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, KERNEL_SIGSET_BYTES);
+	sys(SYS_rt_sigaction, SIGSYS, &dfl, NULL, KERNEL_SIGSET_BYTES);
+	sys(SYS_prctl, PR_SET_DUMPABLE, 0L, 0L, 0L, 0L);
+	sys(SYS_prctl, PR_SET_PDEATHSIG, (long)SIGKILL, 0L, 0L, 0L);
+	int pw2 = ef_pwait2_probe_via(sys);
+	unsigned long slack = slack_ns > 0 ? (unsigned long)slack_ns : 1000;
+	long own = sys(SYS_prctl, PR_GET_TIMERSLACK, 0L, 0L, 0L, 0L);
+	int slack_ok = own > 0 && sys(SYS_prctl, PR_SET_TIMERSLACK, slack, 0L, 0L, 0L) == 0 &&
+		       sys(SYS_prctl, PR_SET_TIMERSLACK, (unsigned long)own, 0L, 0L, 0L) == 0;
+	long code = (pw2 > 0x7f ? 0x7f : pw2) | (slack_ok ? 0 : 0x80);
+	for (;;)
+		sys(SYS_exit_group, code);
+}
+
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns)
+{
+#if defined(__s390x__) || !defined(SYS_clone)
+	(void)sys;
+	(void)slack_ns;
+	return -ENOSYS; /* clone's arguments in another order, or no clone: no probe */
+#else
+	/* Exit signal 0: no SIGCHLD; CLONE_FILES: no second reference to any file.
+	 * With every other argument 0 the order of clone's arguments, which
+	 * differs between architectures, does not matter. */
+	long pid = sys(SYS_clone, (long)CLONE_FILES, 0L, 0L, 0L, 0L);
+	if (pid == 0)
+		probe_child(sys, slack_ns);
+	return pid < 0 ? -errno : pid;
+#endif
+}
+
+int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, int *why)
+{
+	siginfo_t si;
+	long r;
+
+	memset(&si, 0, sizeof(si));
+	do /* __WALL: a child with no exit signal is a "clone" child */
+		r = sys(SYS_waitid, (long)P_PID, pid, &si, (long)(WEXITED | __WALL | (wait ? 0 : WNOHANG)),
+			NULL);
+	while (r < 0 && errno == EINTR);
+	*denied = EF_DENY_ALL;
+	if (r < 0) { /* ECHILD: the program waited for every child with __WALL */
+		*why = EF_WHY_PROBE_LOST;
+		return 0;
+	}
+	if (si.si_pid == 0)
+		return 1;
+	if (si.si_code != CLD_EXITED) { /* killed: by the filter, or by a SIGKILL */
+		*why = -si.si_status;
+		return 0;
+	}
+	*why = si.si_status & 0x7f;
+	*denied = (*why ? EF_DENY_PWAIT2 : 0) | (si.si_status & 0x80 ? EF_DENY_SLACK : 0);
+	return 0;
+}
+
+void ef_probe_abandon(ef_syscall_fn sys, long pid)
+{
+	unsigned denied;
+	int why;
+
+	/* Ours until reaped, so the pid cannot name another process. SIGKILL ends
+	 * a task waiting for a seccomp listener's answer too. */
+	sys(SYS_kill, pid, (long)SIGKILL);
+	ef_probe_collect(sys, pid, 1, &denied, &why);
+}
+
+int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied)
+{
+	const struct timespec tick = { 0, 1000000 };
+	long pid = ef_probe_start(sys, slack_ns);
+	int why;
+
+	*denied = EF_DENY_ALL;
+	if (pid < 0)
+		return EF_WHY_PROBE_NO_CHILD;
+	for (long waited = 0; waited < EF_PROBE_PATIENCE_NS; waited += tick.tv_nsec) {
+		if (!ef_probe_collect(sys, pid, 0, denied, &why))
+			return why;
+		sys(SYS_nanosleep, &tick, NULL);
+	}
+	ef_probe_abandon(sys, pid);
+	*denied = EF_DENY_ALL;
+	return EF_WHY_PROBE_SILENT;
+}
+
+int ef_seccomp_plan(int mode, int inherited, ef_syscall_fn sys)
+{
+	if (!inherited || mode == EF_SECCOMP_TRUST)
+		return EF_PLAN_ASK;
+	if (mode == EF_SECCOMP_PROBE)
+		return EF_PLAN_PROBE;
+	if (mode == EF_SECCOMP_AUTO)
+		return ef_in_container_via(sys) ? EF_PLAN_PROBE : EF_WHY_NO_CONTAINER;
+	return EF_WHY_UNKNOWN_FILTER;
+}
+
+int ef_in_container_via(ef_syscall_fn sys)
+{
+	static const char init_ns[] = "pid:[4026531836]"; /* PROC_PID_INIT_INO, fixed */
+	char link[64];
+	int saved = errno;
+	long n = sys(SYS_readlinkat, (long)AT_FDCWD, "/proc/self/ns/pid", link, sizeof(link));
+	errno = saved;
+	return n > 0 && (n != (long)sizeof(init_ns) - 1 || memcmp(link, init_ns, (size_t)n) != 0);
 }
 
 int ef_seccomp_status_via(ef_syscall_fn sys)

@@ -1,14 +1,19 @@
 /* What a seccomp sandbox lets the library do. The library makes three calls a
  * filter may refuse or kill on: epoll_pwait2, and prctl to set and read timer
- * slack. It makes none of them unless it knows they are allowed:
- *  - a filter in force when the process started (installed by its launcher) is
- *    of unknown content: then none of the three is made, unless the operator
- *    trusts it (EPOLLFIX_SECCOMP=trust);
+ * slack. It makes none of them in the process unless it knows they are allowed:
+ *  - a filter in force when the process started (installed by its launcher: a
+ *    container runtime's default profile, systemd's SystemCallFilter=) is of
+ *    unknown content. The library asks a probe: a child that shares nothing the
+ *    host could lose makes the three calls under the same filters and says by
+ *    its exit what happened (ef_probe_*). Killed, trapped, refused or silent,
+ *    the host passes every wait through; it never waits for the child. Where
+ *    no probe is wanted (EPOLLFIX_SECCOMP=safe, or `auto` outside a container)
+ *    none of the three is made, unless the operator trusts the filter
+ *    (EPOLLFIX_SECCOMP=trust);
  *  - a filter the program installs through prctl() or syscall() (interposed,
  *    lib/interpose.c) is read before it is passed on: a small classic-BPF
  *    interpreter runs it on each of the library's calls, and any verdict but
- *    ALLOW or LOG denies that call for the process from then on.
- * No child process, no probe that a filter could kill, no waiting. */
+ *    ALLOW or LOG denies that call for the process from then on. */
 #ifndef EPOLLFIX_SANDBOX_H
 #define EPOLLFIX_SANDBOX_H
 
@@ -42,6 +47,10 @@ enum {
 #define EF_WHY_UNKNOWN_FILTER 10001 /* a filter was in force at start */
 #define EF_WHY_FILTER_DENIES 10002  /* a filter the program installed would kill or trap it */
 #define EF_WHY_FILTER_UNSEEN 10003  /* one was installed where the library could not read it */
+#define EF_WHY_PROBE_SILENT 10004   /* the probe gave no answer in EF_PROBE_PATIENCE_NS */
+#define EF_WHY_PROBE_NO_CHILD 10005 /* the probe could not be started (clone refused) */
+#define EF_WHY_PROBE_LOST 10006     /* the probe's exit was taken by another waiter */
+#define EF_WHY_NO_CONTAINER 10007   /* `auto` outside a container: no probe, as `safe` */
 
 /* The seccomp mode of a process from its status file (proc.h's reader,
  * fields "Seccomp" and "Seccomp_filters"): 0 none, 1 strict, 2 filter; -1
@@ -54,6 +63,49 @@ int ef_seccomp_mode_of(const struct ef_proc_field *seccomp, int whole);
  * else the errno it gave. The library asks once (real.c); the command asks in
  * a child, which a filter may kill. */
 int ef_pwait2_probe_via(ef_syscall_fn sys);
+
+/* ---- The probe: a child asked, under the filters in force ------------------
+ * A child made by a raw clone (no atfork handler of the program runs), with no
+ * signal at its exit (the program's SIGCHLD handler and its wait(-1) never see
+ * it), sharing the fd table (it holds no extra reference to any file) and
+ * nothing else: its memory is a copy. It blocks every signal, puts SIGSYS back
+ * to its default (a trapping filter ends it, never runs the program's handler),
+ * makes itself undumpable (a killing filter leaves no core of the program's
+ * memory), asks for SIGKILL when the thread that made it ends, then makes the
+ * library's three calls and exits with what they gave. */
+
+/* How long the host lets the probe answer before it kills it: a child trapped
+ * to a listener that never answers, or never scheduled. The host never waits
+ * for it; its waits pass through meanwhile. */
+#define EF_PROBE_PATIENCE_NS 500000000LL
+
+/* Starts the probe: its pid, or -errno when no child could be made. */
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns);
+
+/* The probe's answer, without waiting (wait: block until it ends, for the
+ * command and after a SIGKILL): 1 while it runs; else 0, with *denied the
+ * EF_DENY_* bits and *why 0 when epoll_pwait2 works, else its errno, -signal
+ * when the probe was killed, or an EF_WHY_PROBE_* code. */
+int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, int *why);
+
+/* Ends a probe that did not answer in time: SIGKILL, reaped. */
+void ef_probe_abandon(ef_syscall_fn sys, long pid);
+
+/* The probe from start to answer, for the command (which is no host): the
+ * why of ef_probe_collect, waiting at most EF_PROBE_PATIENCE_NS. */
+int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied);
+
+/* What to do at the first use of epoll_pwait2, from EPOLLFIX_SECCOMP's mode and
+ * whether a filter of unknown content was in force at start (in a container
+ * is asked only for `auto` under such a filter): EF_PLAN_ASK, ask the kernel
+ * here (no such filter, or `trust`); EF_PLAN_PROBE, ask a child; else the
+ * EF_WHY_* code for not using it. */
+enum { EF_PLAN_ASK = 0, EF_PLAN_PROBE = -1 };
+int ef_seccomp_plan(int mode /* enum ef_seccomp */, int inherited, ef_syscall_fn sys);
+
+/* 1 when this process is in a PID namespace of its own (a container: Docker,
+ * podman, a Kubernetes pod), 0 in the host's (or when /proc cannot tell). */
+int ef_in_container_via(ef_syscall_fn sys);
 
 /* 1 when a seccomp filter is in force in this process (Seccomp: in
  * /proc/self/status is not 0), or /proc cannot tell; 0 when it is 0 or the

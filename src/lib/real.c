@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elfsym.h"
@@ -356,27 +357,95 @@ void ef_filters_thread_gone(void)
 	}
 }
 
-/* A filter the program installs is read before it is in force
- * (ef_seccomp_set), so a use asks the kernel nothing. The probe is a raw
- * system call, no cancellation point: nothing stays "probing" for a thread
- * that leaves, and a caller that finds it under way passes its call through. */
-EF_WAIT_PATH int ef_pwait2_usable(int trust)
+/* ---- The first use of epoll_pwait2 ------------------------------------------
+ * A filter the program installs is read before it is in force
+ * (ef_seccomp_set), so a use asks the kernel nothing. Under no filter the
+ * kernel is asked here, by a raw system call (no cancellation point: nothing
+ * stays "probing" for a thread that leaves). Under a filter in force at start,
+ * of unknown content, a child is asked (sandbox.h's probe): the call that
+ * starts it and every call until it has answered pass through, and whichever
+ * thread comes next takes its answer without waiting. A caller that finds
+ * either under way passes its call through. */
+
+static _Atomic long probe_pid; /* the probe under way, or 0 (none, or a thread is reading it) */
+static _Atomic int64_t probe_since;
+
+static int64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The state that the first use found, or the one the probe answered: a
+ * filter installed meanwhile (ef_seccomp_set) may have said NO first, and
+ * keeps it. */
+static void pwait2_settle(int from, int why)
+{
+	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
+	atomic_compare_exchange_strong(&pw2_state, &from, why ? EF_PW2_NO : EF_PW2_OK);
+}
+
+/* Takes the probe's answer if it has one; one thread at a time, the others
+ * pass by. A probe that takes too long is killed: silent, it counts as no. */
+static __attribute__((noinline, cold)) void probe_answer(void)
+{
+	long pid = atomic_load_explicit(&probe_pid, memory_order_acquire);
+	if (pid <= 0 || !atomic_compare_exchange_strong(&probe_pid, &pid, 0))
+		return;
+	int saved = errno, why;
+	unsigned denied;
+	if (ef_probe_collect(ef_real_syscall(), pid, 0, &denied, &why)) {
+		if (mono_now() - atomic_load_explicit(&probe_since, memory_order_relaxed) <
+		    EF_PROBE_PATIENCE_NS) {
+			atomic_store_explicit(&probe_pid, pid, memory_order_release);
+			errno = saved;
+			return;
+		}
+		ef_probe_abandon(ef_real_syscall(), pid);
+		denied = EF_DENY_ALL;
+		why = EF_WHY_PROBE_SILENT;
+	}
+	ef_sandbox_deny(denied); /* the slack's verdict before any upgraded wait may use it */
+	pwait2_settle(EF_PW2_PROBING, why);
+	errno = saved;
+}
+
+static __attribute__((noinline, cold)) void pwait2_first_use(int mode, int64_t slack_ns)
+{
+	int saved = errno;
+	int why = ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall());
+	if (why == EF_PLAN_PROBE) {
+		long pid = ef_probe_start(ef_real_syscall(), slack_ns);
+		if (pid > 0) {
+			atomic_store_explicit(&probe_since, mono_now(), memory_order_relaxed);
+			atomic_store_explicit(&probe_pid, pid, memory_order_release);
+			errno = saved;
+			return;
+		}
+		why = EF_WHY_PROBE_NO_CHILD;
+	} else if (why == EF_PLAN_ASK) {
+		why = ef_pwait2_probe_via(ef_real_syscall());
+	}
+	errno = saved;
+	pwait2_settle(EF_PW2_PROBING, why);
+}
+
+EF_WAIT_PATH int ef_pwait2_usable(int mode, int64_t slack_ns)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
 	if (s == EF_PW2_OK)
 		return ef_filters_seen();
-	if (s != EF_PW2_UNKNOWN || !ef_filters_seen()) /* no probe a filter unread could kill */
-		return 0;
-	int expected = EF_PW2_UNKNOWN;
-	if (!atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
-		return 0;
-
-	int saved = errno;
-	int why = ef_seccomp_inherited() && !trust ? EF_WHY_UNKNOWN_FILTER : ef_pwait2_probe_via(ef_real_syscall());
-	errno = saved;
-	atomic_store_explicit(&pw2_why, why, memory_order_relaxed);
-	atomic_store_explicit(&pw2_state, why ? EF_PW2_NO : EF_PW2_OK, memory_order_release);
-	return why == 0;
+	if (s == EF_PW2_UNKNOWN) {
+		if (!ef_filters_seen()) /* no probe a filter unread could kill */
+			return 0;
+		int expected = EF_PW2_UNKNOWN;
+		if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
+			pwait2_first_use(mode, slack_ns);
+	} else if (atomic_load_explicit(&probe_pid, memory_order_relaxed)) {
+		probe_answer(); /* also reaps a probe whose answer a new filter made moot */
+	}
+	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK && ef_filters_seen();
 }
 
 void ef_pwait2_after_fork(void)
@@ -384,7 +453,9 @@ void ef_pwait2_after_fork(void)
 	/* The forking thread's status file is the parent's: the child's own,
 	 * whose filters are the same, is opened at its next check. */
 	ef_filters_thread_gone();
-	/* The prober was another thread, which the child does not have. */
+	/* The prober was another thread, which the child does not have, and a
+	 * probe child is the parent's, not this process's. */
+	atomic_store_explicit(&probe_pid, 0, memory_order_relaxed);
 	int probing = EF_PW2_PROBING;
 	atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_UNKNOWN);
 }

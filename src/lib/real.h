@@ -124,11 +124,11 @@ EF_REAL_FUNCS(EF_REAL_GETTER)
 EF_REAL_FUNCS(EF_REAL_READY)
 #undef EF_REAL_READY
 
-/* Probes once, on the first call that needs it; 1 when epoll_pwait2 may be used.
- * While another thread is probing it answers 0: that call simply passes through.
- * Under a filter that was in force at start (its content unknown) it is never
- * called, unless trust (EPOLLFIX_SECCOMP=trust). */
-int ef_pwait2_usable(int trust);
+/* 1 when epoll_pwait2 may be used. Decided once, at the first call that needs
+ * it: by the kernel, or under a filter that was in force at start (its content
+ * unknown) as mode (EPOLLFIX_SECCOMP) says, by a child probe (sandbox.h) that
+ * also tries slack_ns. Until then it answers 0: that call passes through. */
+int ef_pwait2_usable(int mode, int64_t slack_ns);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);

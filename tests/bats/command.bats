@@ -163,13 +163,23 @@ project_version() {
 	assert_line "epoll_pwait2: works"
 	assert_line --regexp "^library: +$EPOLLFIX_LIB\$"
 	assert_line --regexp "^policy: +disable=0 subms=20us max-ms=1 "
-	# A filter from the launcher: its content cannot be read, so the library
-	# leaves epoll_pwait2 alone whatever it says, unless told to trust it.
+	# A filter from the launcher: its content cannot be read, so outside a
+	# container the library leaves epoll_pwait2 alone whatever it says, unless
+	# told to probe or to trust it.
 	for how in eperm enosys kill; do
 		run "$EPOLLFIX_PROGS/ef-filter" "$how" "$cmd" --check
 		assert_failure 1
-		assert_line "epoll_pwait2: no: a seccomp filter of unknown content was in force at start; EPOLLFIX_SECCOMP=trust uses epoll_pwait2 under it"
+		assert_line "epoll_pwait2: no: an unknown seccomp filter was in force at start, outside a container; EPOLLFIX_SECCOMP=probe asks a child"
+		run "$EPOLLFIX_PROGS/ef-filter" "$how" "$cmd" --check --seccomp=safe
+		assert_failure 1
+		assert_line "epoll_pwait2: no: a seccomp filter of unknown content was in force at start; EPOLLFIX_SECCOMP=probe would ask a child"
 	done
+	run "$EPOLLFIX_PROGS/ef-filter" eperm "$cmd" --check --seccomp=probe
+	assert_failure 1
+	assert_line "epoll_pwait2: no: EPERM: refused by a seccomp filter"
+	run "$EPOLLFIX_PROGS/ef-sandbox" allow exec "$cmd" --check --seccomp=probe
+	assert_success
+	assert_line "epoll_pwait2: works"
 	run "$EPOLLFIX_PROGS/ef-filter" eperm "$cmd" --check --seccomp=trust
 	assert_failure 1
 	assert_line "epoll_pwait2: no: EPERM: refused by a seccomp filter"

@@ -8,6 +8,21 @@ load helpers
 
 SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
 
+# in_container COMMAND...: COMMAND as PID 1 of a PID namespace of its own,
+# with its own /proc, as a container runtime starts a container's program
+# (the filters come after, from ef-sandbox, as the runtime installs its
+# profile before the program starts).
+in_container() {
+	[ "$(id -u)" = 0 ] || skip "a PID namespace of its own needs root"
+	command -v unshare >/dev/null || skip_missing "no unshare (util-linux)"
+	unshare --pid --fork --mount-proc "$@"
+}
+
+# report_says TEXT: the report on stderr holds TEXT.
+report_says() {
+	grep -qF -- "$1" <<<"$stderr" || fail "the report does not say '$1': $stderr"
+}
+
 @test "sandbox: a filter the program installs that kills prctl: the waits are still upgraded, without touching slack" {
 	run preload "$EPOLLFIX_PROGS/ef-sandbox" kill-prctl loop 100
 	assert_success
@@ -25,8 +40,82 @@ SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
 		"$EPOLLFIX_PROGS/ef-sleep" --count 40
 	assert_success
 	assert_rounded
-	grep -q 'epoll_pwait2: unavailable (a seccomp filter of unknown content was in force at start; EPOLLFIX_SECCOMP=trust' <<<"$stderr" ||
-		fail "the report does not say why: $stderr"
+	report_says 'epoll_pwait2: unavailable (an unknown seccomp filter was in force at start, outside a container'
+}
+
+@test "sandbox: in a container, a launcher's filter that allows epoll_pwait2 and prctl: upgraded with nothing set, the probe asked once" {
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_upgraded
+	report_says 'epoll_pwait2: available'
+	# EPOLLFIX_SECCOMP=probe does the same outside a container; safe never asks.
+	run --separate-stderr SB allow exec env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 \
+		EPOLLFIX_SECCOMP=probe "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_upgraded
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 EPOLLFIX_SECCOMP=safe "$EPOLLFIX_PROGS/ef-sleep" --count 40
+	assert_success
+	assert_rounded
+	report_says 'epoll_pwait2: unavailable (a seccomp filter of unknown content was in force at start; EPOLLFIX_SECCOMP=probe would ask a child)'
+	# One child, made without SIGCHLD, whatever the number of threads waiting.
+	command -v strace >/dev/null || skip_missing "no strace"
+	run in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -e trace=clone,clone3 \
+		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-threads" 20
+	assert_success
+	[ "$(grep -c 'clone(child_stack=NULL, flags=CLONE_FILES)' <<<"$output")" = 1 ] ||
+		fail "not one probe child: $output"
+}
+
+@test "sandbox: in a container, a filter that kills, traps, refuses or never answers epoll_pwait2 or prctl: the program runs as without, the report says why" {
+	local rules why
+	for rules in kill-pwait2 trap-pwait2 kill-prctl enosys-pwait2 einval-pwait2 eperm-fork notify-pwait2; do
+		case $rules in
+		kill-* | trap-*) why='a probe was killed by signal 31 (SIGSYS' ;;
+		enosys-*) why='ENOSYS' ;;
+		einval-*) why='Invalid argument' ;;
+		eperm-fork) why='the probe, a child under the same filter, could not start (clone refused)' ;;
+		notify-*) why='the probe, a child under the same filter, gave no answer in 500 ms' ;;
+		esac
+		# Long enough for the silent probe's 500 ms, and its events all seen.
+		run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" "$rules" exec \
+			env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 700
+		assert_success
+		assert_rounded
+		report_says "upgraded: 0"
+		report_says "epoll_pwait2: unavailable ($why"
+		run in_container "$EPOLLFIX_PROGS/ef-sandbox" "$rules" exec \
+			env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-events" --count 300
+		assert_success
+	done
+}
+
+@test "sandbox: the probe is no child the program can see: no SIGCHLD, no wait() answers it, no process left" {
+	local py
+	py=$(python_bin) || skip_missing "no python3"
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 "$py" - <<'PY'
+import asyncio, os, signal, time
+seen = []
+signal.signal(signal.SIGCHLD, lambda *a: seen.append(a))
+async def main():
+    for _ in range(200):
+        await asyncio.sleep(50e-6)
+asyncio.run(main())
+time.sleep(0.05)
+try:
+    print("wait:", os.waitpid(-1, os.WNOHANG))
+except ChildProcessError:
+    print("wait: ECHILD")
+print("sigchld:", len(seen))
+print("children:", len(open("/proc/self/task/%d/children" % os.getpid()).read().split()))
+PY
+	assert_success
+	assert_line "wait: ECHILD"
+	assert_line "sigchld: 0"
+	assert_line "children: 0"
+	report_says 'epoll_pwait2: available'
 }
 
 @test "sandbox: a launcher's filter of unknown content is left alone, whatever it would do to epoll_pwait2 or prctl" {
@@ -95,7 +184,7 @@ SB() { "$EPOLLFIX_PROGS/ef-sandbox" "$@"; }
 	run --separate-stderr setpriv --groups "$groups" "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
 		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40
 	assert_success
-	grep -q 'unknown content was in force at start' <<<"$stderr" || fail "$stderr"
+	grep -q 'unknown seccomp filter was in force at start' <<<"$stderr" || fail "$stderr"
 }
 
 @test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2 or prctl" {

@@ -6,9 +6,12 @@
  *   ef-sandbox RULES loop COUNT [seccomp] [tsync-fail] [cancel-first]
  *
  * RULES, comma-separated: kill-prctl; kill-fork (clone without CLONE_THREAD,
- * fork and vfork killed, clone3 answered ENOSYS so libc uses clone); kill-exit
- * (exit killed, exit_group allowed); kill-pwait2; einval-pwait2; allow (no
- * rule). Every other call is allowed.
+ * fork and vfork killed, clone3 answered ENOSYS so libc uses clone); eperm-fork
+ * (the same refused with EPERM); kill-exit (exit killed, exit_group allowed);
+ * kill-pwait2; einval-pwait2; enosys-pwait2; trap-pwait2 (SIGSYS);
+ * notify-pwait2 (sent to a seccomp listener that never answers: exec only, a
+ * child of the launcher holds it until the program ends); allow (no rule).
+ * Every other call is allowed.
  * loop: installs through prctl (or syscall(SYS_seccomp) with `seccomp`), then
  * COUNT sleeps of 300 us in a loop that waits ceil(remaining) ms, as CPython
  * and libev do; prints "median_us=.. min_us=.. max_us=.. waits=..".
@@ -22,6 +25,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -31,6 +35,9 @@
 #define EF_RET_ERRNO_ 0x00050000u
 #define CLONE_THREAD_ 0x00010000u
 #define FLAG_TSYNC 1u
+#define FLAG_NEW_LISTENER 8u
+#define EF_RET_TRAP_ 0x00030000u
+#define EF_RET_USER_NOTIF_ 0x7fc00000u
 
 static struct ef_sock_filter prog[64];
 static unsigned len;
@@ -47,9 +54,11 @@ static void rule(long nr, uint32_t action)
 	emit(EF_BPF_RET_K, 0, 0, action);
 }
 
+static int notify; /* a rule sends a call to a listener */
+
 static int build(char *rules)
 {
-	int kill_fork = 0;
+	uint32_t fork_action = 0;
 
 	emit(EF_BPF_LD_W_ABS, 0, 0, 4); /* arch */
 	emit(EF_BPF_JEQ_K, 1, 0, EF_AUDIT_ARCH);
@@ -64,17 +73,26 @@ static int build(char *rules)
 			rule(EF_NR_EPOLL_PWAIT2, EF_RET_KILL_PROCESS);
 		else if (!strcmp(r, "einval-pwait2"))
 			rule(EF_NR_EPOLL_PWAIT2, EF_RET_ERRNO_ | EINVAL);
-		else if (!strcmp(r, "kill-fork"))
-			kill_fork = 1;
+		else if (!strcmp(r, "enosys-pwait2"))
+			rule(EF_NR_EPOLL_PWAIT2, EF_RET_ERRNO_ | ENOSYS);
+		else if (!strcmp(r, "trap-pwait2"))
+			rule(EF_NR_EPOLL_PWAIT2, EF_RET_TRAP_);
+		else if (!strcmp(r, "notify-pwait2")) {
+			rule(EF_NR_EPOLL_PWAIT2, EF_RET_USER_NOTIF_);
+			notify = 1;
+		} else if (!strcmp(r, "kill-fork"))
+			fork_action = EF_RET_KILL_PROCESS;
+		else if (!strcmp(r, "eperm-fork"))
+			fork_action = EF_RET_ERRNO_ | EPERM;
 		else if (strcmp(r, "allow")) {
 			fprintf(stderr, "ef-sandbox: unknown rule %s\n", r);
 			return -1;
 		}
 	}
-	if (kill_fork) {
+	if (fork_action) {
 #ifdef SYS_fork
-		rule(SYS_fork, EF_RET_KILL_PROCESS);
-		rule(SYS_vfork, EF_RET_KILL_PROCESS);
+		rule(SYS_fork, fork_action);
+		rule(SYS_vfork, fork_action);
 #endif
 		rule(SYS_clone3, EF_RET_ERRNO_ | ENOSYS);
 		/* clone: a new thread is allowed, a new process killed. Last, since
@@ -83,7 +101,7 @@ static int build(char *rules)
 		emit(EF_BPF_LD_W_ABS, 0, 0, 16); /* args[0], low word */
 		emit(EF_BPF_JSET_K, 0, 1, CLONE_THREAD_);
 		emit(EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
-		emit(EF_BPF_RET_K, 0, 0, EF_RET_KILL_PROCESS);
+		emit(EF_BPF_RET_K, 0, 0, fork_action);
 	}
 	emit(EF_BPF_RET_K, 0, 0, EF_RET_ALLOW);
 	return 0;
@@ -126,9 +144,25 @@ int main(int argc, char **argv)
 	if (argc < 3 || build(argv[1]))
 		goto usage;
 	if (!strcmp(argv[2], "exec") && argc > 3) {
-		if (install(0, 0, prog, len)) {
+		long listener = install(notify, notify ? FLAG_NEW_LISTENER : 0, prog, len);
+		if (listener < 0) {
 			perror("ef-sandbox: install");
 			return 2;
+		}
+		if (notify) {
+			/* The listener lives in a child that never reads it, until the
+			 * program (this thread, after exec) ends. */
+			pid_t holder = fork();
+			if (holder == 0) {
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				for (;;)
+					pause();
+			}
+			close((int)listener);
+			if (holder < 0) {
+				perror("ef-sandbox: fork");
+				return 2;
+			}
 		}
 		execvp(argv[3], argv + 3);
 		perror(argv[3]);

@@ -101,7 +101,13 @@ Test(totals, pwait2_line_says_why)
 			 "unavailable (EPERM: refused by a seccomp filter)");
 	b = (struct ef_buf)EF_BUF(text);
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_NO, -31, &b)->p,
-			 "unavailable (a probe was killed by signal 31)");
+			 "unavailable (a probe was killed by signal 31 (SIGSYS: a seccomp filter kills or traps it))");
+	b = (struct ef_buf)EF_BUF(text);
+	cr_assert_str_eq(ef_pwait2_line(EF_PW2_NO, EF_WHY_NO_CONTAINER, &b)->p,
+			 "unavailable (an unknown seccomp filter was in force at start, outside a container; "
+			 "EPOLLFIX_SECCOMP=probe asks a child)");
+	b = (struct ef_buf)EF_BUF(text);
+	cr_assert_str_eq(ef_pwait2_line(EF_PW2_PROBING, 0, &b)->p, "being probed");
 	b = (struct ef_buf)EF_BUF(text);
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_UNKNOWN, 0, &b)->p, "not probed (no call needed it)");
 }
