@@ -92,6 +92,7 @@ report_says() {
 }
 
 @test "sandbox: the probe is no child the program can see: no SIGCHLD, no wait() answers it, no process left" {
+	need_glibc # the system's python
 	local py
 	py=$(python_bin) || skip_missing "no python3"
 	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
