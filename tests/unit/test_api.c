@@ -41,7 +41,12 @@ static int idle_epoll(void)
 	return ep;
 }
 
-static long median_wait_us(int ep, int n)
+/* n 1 ms waits through the library: their median, and in *shortest the
+ * shortest. A wait was upgraded when the shortest is under 900 us, which no
+ * load can fake; load only lengthens waits, so a median can pass 1 ms under
+ * load although every wait was upgraded, and a median over 900 us says that
+ * none was. */
+static long wait_us(int ep, int n, long *shortest)
 {
 	long us[64];
 	struct epoll_event out[1];
@@ -58,7 +63,21 @@ static long median_wait_us(int ep, int n)
 			us[j] = us[j - 1];
 			us[j - 1] = t;
 		}
+	if (shortest)
+		*shortest = us[0];
 	return us[n / 2];
+}
+
+static long median_wait_us(int ep, int n)
+{
+	return wait_us(ep, n, NULL);
+}
+
+static long shortest_wait_us(int ep, int n)
+{
+	long shortest;
+	wait_us(ep, n, &shortest);
+	return shortest;
 }
 
 Test(api, version)
@@ -72,7 +91,7 @@ Test(api, set_changes_the_policy_now)
 	cr_assert_eq(set("subms=off", NULL, 0), 0);
 	cr_assert_gt(median_wait_us(ep, 15), 900, "subms=off: real 1 ms waits");
 	cr_assert_eq(set("EPOLLFIX_SUBMS=50us", NULL, 0), 0);
-	cr_assert_lt(median_wait_us(ep, 31), 500, "subms=50us: upgraded");
+	cr_assert_lt(shortest_wait_us(ep, 31), 900, "subms=50us: upgraded");
 	cr_assert_eq(set("disable=1", NULL, 0), 0);
 	cr_assert_gt(median_wait_us(ep, 15), 900, "disable=1");
 	cr_assert_eq(set("disable=0", NULL, 0), 0);
@@ -93,7 +112,7 @@ Test(api, refused_words_leave_the_policy_and_say_why)
 	cr_assert_str_eq(err, "'subms' is not key=value");
 	cr_assert_eq(set(NULL, err, 4), -1);
 	cr_assert_eq(strlen(err), 3, "cut to the caller's buffer");
-	cr_assert_lt(median_wait_us(ep, 31), 500, "the default policy still holds");
+	cr_assert_lt(shortest_wait_us(ep, 31), 900, "the default policy still holds");
 	close(ep);
 }
 
