@@ -324,20 +324,36 @@ void ef_probe_abandon(ef_syscall_fn sys, long pid)
 	ef_probe_collect(sys, pid, 1, &denied, &why);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why)
+{
+	const struct timespec tick = { 0, 50000 };
+	int64_t until = mono_ns() + patience_ns;
+
+	while (ef_probe_collect(sys, pid, 0, denied, why)) {
+		if (mono_ns() >= until)
+			return 1;
+		sys(SYS_nanosleep, &tick, NULL);
+	}
+	return 0;
+}
+
 int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied)
 {
-	const struct timespec tick = { 0, 1000000 };
 	long pid = ef_probe_start(sys, slack_ns);
 	int why;
 
 	*denied = EF_DENY_ALL;
 	if (pid < 0)
 		return EF_WHY_PROBE_NO_CHILD;
-	for (long waited = 0; waited < EF_PROBE_PATIENCE_NS; waited += tick.tv_nsec) {
-		if (!ef_probe_collect(sys, pid, 0, denied, &why))
-			return why;
-		sys(SYS_nanosleep, &tick, NULL);
-	}
+	if (!ef_probe_wait(sys, pid, EF_PROBE_PATIENCE_NS, denied, &why))
+		return why;
 	ef_probe_abandon(sys, pid);
 	*denied = EF_DENY_ALL;
 	return EF_WHY_PROBE_SILENT;

@@ -78,6 +78,9 @@ int ef_pwait2_probe_via(ef_syscall_fn sys);
  * to a listener that never answers, or never scheduled. The host never waits
  * for it; its waits pass through meanwhile. */
 #define EF_PROBE_PATIENCE_NS 500000000LL
+/* How long the library's constructor waits for it (about 0.2 ms here when
+ * idle); an answer later is taken at a later wait. */
+#define EF_PROBE_EARLY_NS 2000000LL
 
 /* Starts the probe: its pid, or -errno when no child could be made. */
 long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns);
@@ -90,6 +93,11 @@ int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, in
 
 /* Ends a probe that did not answer in time: SIGKILL, reaped. */
 void ef_probe_abandon(ef_syscall_fn sys, long pid);
+
+/* Waits up to patience_ns for the probe's answer (ef_probe_collect's), polling
+ * with short sleeps: 0 answered, 1 still running (then it is the caller's to
+ * take later, or to abandon). */
+int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why);
 
 /* The probe from start to answer, for the command (which is no host): the
  * why of ef_probe_collect, waiting at most EF_PROBE_PATIENCE_NS. */

@@ -18,6 +18,9 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_seccomp_go_filter(ef_state_env(EF_GO_FILTER_ENV));
 	ef_real_init();
 	ef_filters_init();
+	struct ef_config c;
+	if (!ef_fast_disabled() && ef_state_config(&c) && !c.disable)
+		ef_pwait2_early((int)c.seccomp, c.slack_ns);
 	ef_recognize_init();
 	ef_live_init();
 	ef_interpose_init();

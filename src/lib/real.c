@@ -360,12 +360,16 @@ void ef_filters_thread_gone(void)
 /* ---- The first use of epoll_pwait2 ------------------------------------------
  * A filter the program installs is read before it is in force
  * (ef_seccomp_set), so a use asks the kernel nothing. Under no filter the
- * kernel is asked here, by a raw system call (no cancellation point: nothing
- * stays "probing" for a thread that leaves). Under a filter in force at start,
- * of unknown content, a child is asked (sandbox.h's probe): the call that
- * starts it and every call until it has answered pass through, and whichever
- * thread comes next takes its answer without waiting. A caller that finds
- * either under way passes its call through. */
+ * kernel is asked at the first use, by a raw system call (no cancellation
+ * point: nothing stays "probing" for a thread that leaves). Under a filter in
+ * force at start, of unknown content, a child is asked (sandbox.h's probe),
+ * in the constructor: a clone copies the process's page tables, about 12 ms
+ * per 100 MB of touched memory here, so a probe made at the first wait of a
+ * server that has grown would stall it, where at start-up it costs about
+ * 0.1-0.3 ms. The constructor gives it EF_PROBE_EARLY_NS to answer; the
+ * waits pass through until it has, and whichever thread comes next takes
+ * the answer without waiting. A caller that finds either under way passes
+ * its call through. */
 
 static _Atomic long probe_pid; /* the probe under way, or 0 (none, or a thread is reading it) */
 static _Atomic int64_t probe_since;
@@ -411,24 +415,40 @@ static __attribute__((noinline, cold)) void probe_answer(void)
 	errno = saved;
 }
 
+/* Starts the probe and gives it patience_ns to answer; one slower is left
+ * for probe_answer to take at a later wait. */
+static void probe_begin(int64_t slack_ns, int64_t patience_ns)
+{
+	unsigned denied = EF_DENY_ALL;
+	int why = EF_WHY_PROBE_NO_CHILD;
+	long pid = ef_probe_start(ef_real_syscall(), slack_ns);
+	if (pid > 0 && ef_probe_wait(ef_real_syscall(), pid, patience_ns, &denied, &why)) {
+		atomic_store_explicit(&probe_since, mono_now(), memory_order_relaxed);
+		atomic_store_explicit(&probe_pid, pid, memory_order_release);
+		return;
+	}
+	ef_sandbox_deny(denied);
+	pwait2_settle(EF_PW2_PROBING, why);
+}
+
 static __attribute__((noinline, cold)) void pwait2_first_use(int mode, int64_t slack_ns)
 {
 	int saved = errno;
 	int why = ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall());
-	if (why == EF_PLAN_PROBE) {
-		long pid = ef_probe_start(ef_real_syscall(), slack_ns);
-		if (pid > 0) {
-			atomic_store_explicit(&probe_since, mono_now(), memory_order_relaxed);
-			atomic_store_explicit(&probe_pid, pid, memory_order_release);
-			errno = saved;
-			return;
-		}
-		why = EF_WHY_PROBE_NO_CHILD;
-	} else if (why == EF_PLAN_ASK) {
-		why = ef_pwait2_probe_via(ef_real_syscall());
-	}
+	if (why == EF_PLAN_PROBE)
+		probe_begin(slack_ns, 0); /* the waits pass through until it answers */
+	else
+		pwait2_settle(EF_PW2_PROBING, why == EF_PLAN_ASK ? ef_pwait2_probe_via(ef_real_syscall()) : why);
 	errno = saved;
-	pwait2_settle(EF_PW2_PROBING, why);
+}
+
+void ef_pwait2_early(int mode, int64_t slack_ns)
+{
+	int saved = errno, expected = EF_PW2_UNKNOWN;
+	if (ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall()) == EF_PLAN_PROBE &&
+	    atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
+		probe_begin(slack_ns, EF_PROBE_EARLY_NS);
+	errno = saved;
 }
 
 EF_WAIT_PATH int ef_pwait2_usable(int mode, int64_t slack_ns)

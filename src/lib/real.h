@@ -129,6 +129,9 @@ EF_REAL_FUNCS(EF_REAL_READY)
  * unknown) as mode (EPOLLFIX_SECCOMP) says, by a child probe (sandbox.h) that
  * also tries slack_ns. Until then it answers 0: that call passes through. */
 int ef_pwait2_usable(int mode, int64_t slack_ns);
+/* In the constructor: a probe the plan calls for starts now, while the
+ * process is small, and has EF_PROBE_EARLY_NS to answer. */
+void ef_pwait2_early(int mode, int64_t slack_ns);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);
