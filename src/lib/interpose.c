@@ -70,7 +70,6 @@ static void thread_gone(void *unused)
 	tls.fast = tls.zfast = NULL;
 	tls.slot = NULL;
 	ef_stats_release(s);
-	ef_filters_thread_gone();
 }
 
 void ef_interpose_init(void)
