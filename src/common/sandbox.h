@@ -42,6 +42,11 @@ enum {
 #define EF_WHY_UNKNOWN_FILTER 10001 /* a filter was in force at start */
 #define EF_WHY_FILTER_DENIES 10002  /* a filter the program installed would kill or trap it */
 #define EF_WHY_FILTER_UNSEEN 10003  /* one was installed where the library could not read it */
+/* Loaded with dlopen, the library could not read its thread's filter count
+ * (/proc/thread-self/status) for a reason that lasts, errno e (1-999): it
+ * cannot see a filter installed later, so it makes none of its calls. */
+#define EF_WHY_COUNT_UNREAD 11000
+#define EF_WHY_COUNT_UNREAD_ERRNO(e) (EF_WHY_COUNT_UNREAD + ((e) > 0 && (e) < 1000 ? (e) : 0))
 
 /* The seccomp mode of a process from its status file (proc.h's reader,
  * fields "Seccomp" and "Seccomp_filters"): 0 none, 1 strict, 2 filter; -1

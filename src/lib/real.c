@@ -320,16 +320,32 @@ void ef_filters_init(void)
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
 }
 
+/* Failures that pass: the check is made again at the next use. */
+static int transient(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM || err == EINTR || err == EAGAIN ||
+	       err == ENOBUFS;
+}
+
 static __attribute__((noinline, cold)) int filters_checked(void)
 {
 	if (ef_sandbox_denied() == EF_DENY_ALL)
 		return 0;
 	int err;
 	long now = filter_count(&err);
-	if (now >= 0 && now == atomic_load_explicit(&filters_at_start, memory_order_relaxed))
+	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
+	if (now >= 0 && now == start)
 		return 1;
+	/* Unread at start, none now: none then either (filters are never removed). */
+	if (now == 0 && start < 0) {
+		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);
+		return 1;
+	}
+	/* A moment without a free fd or memory: this use does without. */
+	if (now < 0 && transient(err))
+		return 0;
 	ef_sandbox_deny(EF_DENY_ALL);
-	ef_pwait2_refused(EF_WHY_FILTER_UNSEEN);
+	ef_pwait2_refused(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
 	return 0;
 }
 

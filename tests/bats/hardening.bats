@@ -357,3 +357,23 @@ faketime_lib() {
 	assert_success
 	assert_output "opened=12 emfile=0"
 }
+
+@test "dlopen: waits made while no fd is free pass through, the next ones are exact again, the thread's own slack comes back; the report names no seccomp filter" {
+	need_glibc
+	run --separate-stderr env EPOLLFIX_STATS=1 "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
+	assert_success
+	assert_output "emfile_exact=0 after_exact=20 slack=own"
+	grep -q '] epoll_pwait2: available$' <<<"$stderr" || fail "$stderr"
+	! grep -q "seccomp filter" <<<"$stderr" || fail "a seccomp filter named where there is none: $stderr"
+}
+
+@test "dlopen: without a /proc to read filter counts from, waits pass through and the report says why" {
+	need_glibc
+	[ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null || skip "needs root and mount namespaces"
+	run --separate-stderr unshare -m sh -c 'mount -t tmpfs none /proc && exec env EPOLLFIX_STATS=1 "$@"' \
+		sh "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
+	assert_success
+	assert_output "emfile_exact=0 after_exact=0 slack=own"
+	grep -q '] epoll_pwait2: unavailable (loaded with dlopen, it cannot see seccomp filters in /proc/thread-self/status (No such file or directory))$' <<<"$stderr" ||
+		fail "$stderr"
+}
