@@ -85,69 +85,60 @@ int ef_proc_field_found(const struct ef_proc_field *f)
 	return f->state != SEARCHING;
 }
 
-int ef_proc_open_via(ef_syscall_fn sys, long pid, const char *file)
+/* /proc/PID/FILE (pid 0: self, -1: thread-self) opened read-only and
+ * close-on-exec: its fd, or -errno. */
+static int open_via(ef_syscall_fn sys, long pid, const char *file)
 {
 	char path[64];
 	struct ef_buf p = EF_BUF(path);
-	int saved = errno;
 
 	if (pid > 0)
 		ef_fmt(&p, "/proc/%ld/%s", pid, file);
 	else
 		ef_fmt(&p, "/proc/%s/%s", pid ? "thread-self" : "self", file);
 	long fd = sys(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	errno = saved;
-	return fd < 0 ? -1 : (int)fd;
+	return fd < 0 ? -errno : (int)fd;
 }
 
-int ef_proc_fields_fd(ef_syscall_fn sys, int fd, struct ef_proc_field *f, size_t n)
+int ef_proc_fields_err(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
+		       size_t n)
 {
-	/* A status file whole in one read, as a rule: each read at another
-	 * offset makes the kernel write the whole text anew. */
+	/* A status file whole in one read, as a rule: read from a fresh fd, so
+	 * plain read (which any filter that lets a program run allows) from the
+	 * start, and the kernel makes the text once. */
 	char buf[4096];
-	long off = 0;
-	int saved = errno, whole = 0;
+	int saved = errno, err = 0;
+	int fd = open_via(sys, pid, file);
 
+	if (fd < 0) {
+		errno = saved;
+		return -fd;
+	}
 	for (;;) {
 		size_t done = 0;
 		for (size_t i = 0; i < n; i++)
 			done += f[i].state == DONE;
-		if (done == n) {
-			whole = 1;
+		if (done == n)
 			break;
-		}
-#if __SIZEOF_LONG__ == 8
-		long got = sys(SYS_pread64, fd, buf, sizeof(buf), off);
-#else /* pread64's offset takes two registers here: seek, then read on */
-		long got = off == 0 && sys(SYS_lseek, fd, 0L, SEEK_SET) != 0
-				   ? -1
-				   : sys(SYS_read, fd, buf, sizeof(buf));
-#endif
+		long got = sys(SYS_read, fd, buf, sizeof(buf));
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
-			whole = got == 0;
+			err = got < 0 ? (errno ? errno : EIO) : 0;
 			break;
 		}
-		off += got;
 		for (size_t i = 0; i < n; i++)
 			ef_proc_field_feed(&f[i], buf, (size_t)got);
 	}
+	sys(SYS_close, fd);
 	errno = saved;
-	return whole ? 0 : -1;
+	return err;
 }
 
 int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
 		       size_t n)
 {
-	int fd = ef_proc_open_via(sys, pid, file);
-	if (fd < 0)
-		return -1;
-	int r = ef_proc_fields_fd(sys, fd, f, n);
-	int saved = errno;
-	sys(SYS_close, fd);
-	errno = saved;
-	return r;
+	return ef_proc_fields_err(sys, pid, file, f, n) ? -1 : 0;
 }
 
 int ef_proc_is_pid(const char *name)

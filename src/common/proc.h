@@ -33,19 +33,16 @@ int ef_proc_field_found(const struct ef_proc_field *f);
  * and none of which is a cancellation point; the command's own. */
 typedef long (*ef_syscall_fn)(long, ...);
 
-/* Opens /proc/PID/FILE (pid 0: /proc/self/FILE, -1: /proc/thread-self/FILE)
- * read-only, close-on-exec: its fd, or -1. errno is kept. */
-int ef_proc_open_via(ef_syscall_fn sys, long pid, const char *file);
-
-/* As ef_proc_fields_via, from an open /proc file read again from its start
- * (pread: the kernel makes the text anew at offset 0). */
-int ef_proc_fields_fd(ef_syscall_fn sys, int fd, struct ef_proc_field *f, size_t n);
-
-/* Reads /proc/PID/FILE (pid as ef_proc_open_via) in chunks until each of the n
- * fields is found or the file ends, with no stdio nor allocation. 0 when every
- * field was found or the file was read to its end (so a field not found is not
- * there), -1 when it could not be opened or read. errno is kept. */
+/* Reads /proc/PID/FILE (pid 0: /proc/self/FILE, -1: /proc/thread-self/FILE)
+ * in chunks until each of the n fields is found or the file ends, with no
+ * stdio nor allocation, and closes it: no fd stays open past the call. 0 when
+ * every field was found or the file was read to its end (so a field not found
+ * is not there), -1 when it could not be opened or read. errno is kept. */
 int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
+		       size_t n);
+/* The same, but returns 0 or the errno of the open or read that failed
+ * (EMFILE for a moment tells from /proc not mounted); errno itself is kept. */
+int ef_proc_fields_err(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
 		       size_t n);
 
 /* The first line of /proc/self/NAME: comm ends in a newline, cmdline's first

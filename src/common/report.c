@@ -43,6 +43,11 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 	case EF_WHY_PROBE_LOST:
 		return ef_fmt(out, "the probe's exit was taken by the program's own wait for every child");
 	}
+	if (why >= EF_WHY_COUNT_UNREAD && why < EF_WHY_COUNT_UNREAD + 1000)
+		return ef_fmt(out, "loaded with dlopen, it cannot see seccomp filters in "
+				   "/proc/thread-self/status (%s)",
+			      why > EF_WHY_COUNT_UNREAD ? strerror(why - EF_WHY_COUNT_UNREAD)
+							: "no filter count");
 	return ef_fmt(out, "%s",
 		      why == ENOSYS ? "ENOSYS: kernel before 5.11 or a filter"
 		      : why == EPERM ? "EPERM: refused by a seccomp filter"

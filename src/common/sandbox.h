@@ -51,6 +51,11 @@ enum {
 #define EF_WHY_PROBE_NO_CHILD 10005 /* the probe could not be started (clone refused) */
 #define EF_WHY_PROBE_LOST 10006     /* the probe's exit was taken by another waiter */
 #define EF_WHY_NO_CONTAINER 10007   /* `auto` outside a container: no probe, as `safe` */
+/* Loaded with dlopen, the library could not read its thread's filter count
+ * (/proc/thread-self/status) for a reason that lasts, errno e (1-999): it
+ * cannot see a filter installed later, so it makes none of its calls. */
+#define EF_WHY_COUNT_UNREAD 11000
+#define EF_WHY_COUNT_UNREAD_ERRNO(e) (EF_WHY_COUNT_UNREAD + ((e) > 0 && (e) < 1000 ? (e) : 0))
 
 /* The seccomp mode of a process from its status file (proc.h's reader,
  * fields "Seccomp" and "Seccomp_filters"): 0 none, 1 strict, 2 filter; -1

@@ -70,7 +70,6 @@ static void thread_gone(void *unused)
 	tls.fast = tls.zfast = NULL;
 	tls.slot = NULL;
 	ef_stats_release(s);
-	ef_filters_thread_gone();
 }
 
 void ef_interpose_init(void)
@@ -159,9 +158,13 @@ static void slack_restore(void)
 	if (__builtin_expect(!tls.lowered, 1))
 		return;
 	int saved = errno;
-	if (slack_allowed() && ef_filters_seen())
+	int checked = slack_allowed() && ef_filters_seen();
+	if (checked)
 		real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
-	tls.lowered = 0;
+	/* The check could not be made for a moment (EMFILE): kept, so the
+	 * thread's next call, on the slow path, tries again. */
+	if (checked || !slack_allowed())
+		tls.lowered = 0;
 	errno = saved;
 }
 

@@ -246,32 +246,35 @@ int ef_seccomp_inherited(void)
  * after libc in symbol lookup, and a filter installed through libc (libseccomp's
  * seccomp_load, the program's own prctl) passes it by. Then, before each use of
  * epoll_pwait2 or of its own slack, the library reads the thread's filter
- * count (Seccomp_filters: in /proc/thread-self/status, one pread of a file it
- * keeps open per thread); any change from the count at start means a filter
- * it never read: it stops making either call for good. */
+ * count (Seccomp_filters: in /proc/thread-self/status, Linux 5.9, before
+ * epoll_pwait2's 5.11); any change from the count at start means a filter it
+ * never read: it stops making either call for good.
+ * The file is opened, read and closed within the check: an fd kept between
+ * calls would be a number the program may close and reuse (closefrom, dup2),
+ * which the library would then read from and close, and one per thread, with
+ * no sure moment to close it (a thread that ends without the key destructor,
+ * a fork child), would be leaked and count against RLIMIT_NOFILE. prctl
+ * (PR_GET_SECCOMP), which needs no fd, is no check: the filter it would look
+ * for may kill prctl. */
 
 static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed */
-static long filters_at_start;
-static __thread int status_fd __attribute__((tls_model("initial-exec"))); /* fd + 1; 0: none */
+/* The count at start; -1: unread then (EMFILE at the dlopen, say). */
+static _Atomic long filters_at_start = -1;
 
-/* The filter count of the calling thread from its status file, or -1 when it
- * cannot be read (a kernel without seccomp has no such line: 0). */
-static long filter_count(int fd)
+/* The filter count of the calling thread, or -1 with *err the errno that kept
+ * it from being read (0: the file holds no count). errno is kept. */
+static long filter_count(int *err)
 {
-	struct ef_proc_field f[3];
-	char name[8], mode[8], count[24];
-	ef_proc_field_init(&f[0], "Name", name, sizeof(name));
-	ef_proc_field_init(&f[1], "Seccomp", mode, sizeof(mode));
-	ef_proc_field_init(&f[2], "Seccomp_filters", count, sizeof(count));
-	int whole = ef_proc_fields_fd(ef_real_syscall(), fd, f, 3) == 0;
-	/* Not a status file: an fd the program closed and reused, say. */
-	if (!whole || !ef_proc_field_found(&f[0]))
+	struct ef_proc_field f[2];
+	char mode[8], count[24];
+	ef_proc_field_init(&f[0], "Seccomp", mode, sizeof(mode));
+	ef_proc_field_init(&f[1], "Seccomp_filters", count, sizeof(count));
+	*err = ef_proc_fields_err(ef_real_syscall(), -1, "status", f, 2);
+	if (*err)
 		return -1;
-	if (ef_proc_field_found(&f[2]))
-		return ef_seccomp_filters_of(&f[2]);
-	/* Before the count was shown (Linux 5.9): the mode alone. */
-	int m = ef_seccomp_mode_of(&f[1], whole);
-	return m < 0 ? -1 : m;
+	/* Before the count was shown (Linux 5.9): the mode alone. A kernel
+	 * without seccomp has no such line: 0. */
+	return ef_proc_field_found(&f[1]) ? ef_seccomp_filters_of(&f[1]) : ef_seccomp_mode_of(&f[0], 1);
 }
 
 /* dl_iterate_phdr goes through the objects in the order they were loaded,
@@ -312,31 +315,38 @@ void ef_filters_init(void)
 {
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
 	if (!watched) {
-		int saved = errno;
-		int fd = ef_proc_open_via(ef_real_syscall(), -1, "status");
-		filters_at_start = fd >= 0 ? filter_count(fd) : -1;
-		if (fd >= 0)
-			ef_real_syscall()(SYS_close, fd);
-		errno = saved;
+		int err;
+		atomic_store_explicit(&filters_at_start, filter_count(&err), memory_order_relaxed);
 	}
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
+}
+
+/* Failures that pass: the check is made again at the next use. */
+static int transient(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM || err == EINTR || err == EAGAIN ||
+	       err == ENOBUFS;
 }
 
 static __attribute__((noinline, cold)) int filters_checked(void)
 {
 	if (ef_sandbox_denied() == EF_DENY_ALL)
 		return 0;
-	int saved = errno;
-	if (!status_fd) {
-		int fd = ef_proc_open_via(ef_real_syscall(), -1, "status");
-		status_fd = fd >= 0 ? fd + 1 : 0;
-	}
-	long now = status_fd ? filter_count(status_fd - 1) : -1;
-	errno = saved;
-	if (now >= 0 && now == filters_at_start)
+	int err;
+	long now = filter_count(&err);
+	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
+	if (now >= 0 && now == start)
 		return 1;
+	/* Unread at start, none now: none then either (filters are never removed). */
+	if (now == 0 && start < 0) {
+		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);
+		return 1;
+	}
+	/* A moment without a free fd or memory: this use does without. */
+	if (now < 0 && transient(err))
+		return 0;
 	ef_sandbox_deny(EF_DENY_ALL);
-	ef_pwait2_refused(EF_WHY_FILTER_UNSEEN);
+	ef_pwait2_refused(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
 	return 0;
 }
 
@@ -345,16 +355,6 @@ EF_WAIT_PATH int ef_filters_seen(void)
 	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
 		return 1;
 	return filters_checked();
-}
-
-void ef_filters_thread_gone(void)
-{
-	if (status_fd) {
-		int saved = errno;
-		ef_real_syscall()(SYS_close, status_fd - 1);
-		status_fd = 0;
-		errno = saved;
-	}
 }
 
 /* ---- The first use of epoll_pwait2 ------------------------------------------
@@ -470,9 +470,6 @@ EF_WAIT_PATH int ef_pwait2_usable(int mode, int64_t slack_ns)
 
 void ef_pwait2_after_fork(void)
 {
-	/* The forking thread's status file is the parent's: the child's own,
-	 * whose filters are the same, is opened at its next check. */
-	ef_filters_thread_gone();
 	/* The prober was another thread, which the child does not have, and a
 	 * probe child is the parent's, not this process's. */
 	atomic_store_explicit(&probe_pid, 0, memory_order_relaxed);

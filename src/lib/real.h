@@ -144,11 +144,11 @@ void ef_seccomp_go_filter(const char *marker);
 void ef_filters_init(void);
 /* 1 when no filter is in force that the library has not read: always when
  * preloaded; loaded with dlopen, when the calling thread's filter count is
- * what it was at start. Otherwise it denies every call of the library for
- * good (sandbox.h) and answers 0. */
+ * what it was at start (read from /proc/thread-self/status, opened and closed
+ * here: no fd is kept). 0 when the count could not be read for a moment
+ * (EMFILE): that use does without, and the next checks again. Otherwise it
+ * denies every call of the library for good (sandbox.h) and answers 0. */
 int ef_filters_seen(void);
-/* The calling thread's status file, kept open for ef_filters_seen, is closed. */
-void ef_filters_thread_gone(void);
 /* In a fork child: a probe another thread had under way starts again. */
 void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */

@@ -304,3 +304,76 @@ faketime_lib() {
 	# Before, threads past the 255th shared the last slot for good.
 	grep -q '] threads: 1001 that waited (0 shared the last slot' <<<"$stderr" || fail "$stderr"
 }
+
+# ---- loaded with dlopen: no fd of the program's closed, read or kept -------
+# (musl's dlopen refuses a library with initial-exec TLS, as this one's is)
+
+@test "dlopen: a daemon that closes every fd and opens its logs on the lowest numbers keeps both, in a fork child and after a thread ends" {
+	need_glibc
+	run "$H/ef-dl-fds" "$EPOLLFIX_LIB" daemon "$BATS_TEST_TMPDIR"
+	assert_success
+	assert_output --partial "child_write=ok main_write=ok"
+	[ "$(field after_exact)" -gt 0 ] || fail "the waits after were not made exact: $output"
+	[ "$(cat "$BATS_TEST_TMPDIR/child.log")" = child ] || fail "child.log: $(cat "$BATS_TEST_TMPDIR/child.log")"
+	[ "$(cat "$BATS_TEST_TMPDIR/main.log")" = main ] || fail "main.log: $(cat "$BATS_TEST_TMPDIR/main.log")"
+}
+
+@test "dlopen: a socket dup2'd onto fd 3 is still there in a fork child" {
+	need_glibc
+	run "$H/ef-dl-fds" "$EPOLLFIX_LIB" dup2
+	assert_success
+	assert_output "child_write=ok"
+}
+
+@test "dlopen: a pipe or /dev/kmsg on the lowest number keeps what it holds, and waits stay exact" {
+	need_glibc
+	run "$H/ef-dl-fds" "$EPOLLFIX_LIB" pipe
+	assert_success
+	assert_output --partial "fd=3 read=kept"
+	[ "$(field after_exact)" -gt 0 ] || fail "the waits after were not made exact: $output"
+	# /dev/kmsg hands each fd its records in turn: a read by anyone else
+	# consumes one (reading it needs CAP_SYSLOG or dmesg_restrict=0).
+	run "$H/ef-dl-fds" "$EPOLLFIX_LIB" kmsg
+	assert_success
+	[ "$output" != kmsg=unreadable ] || skip "/dev/kmsg cannot be read here"
+	assert_output "fd=3 first_record=kept"
+}
+
+@test "dlopen: 10 rounds of 300 threads alive together leak no fd, with and without 40 pthread keys made first" {
+	need_glibc
+	# Past 255 threads alive they share a slot; with 40 keys made first the
+	# library's key is past glibc's first 32: neither has a key destructor.
+	for keys in 0 40; do
+		run "$H/ef-dl-fds" "$EPOLLFIX_LIB" threads 10 300 "$keys"
+		assert_success
+		assert_output --partial "threads=3000 leaked=0 "
+		[ "$(field exact)" -gt 0 ] || fail "keys=$keys: no wait made exact: $output"
+	done
+}
+
+@test "dlopen: RLIMIT_NOFILE 64, 44 fds held, 16 threads waiting: 12 more opens all succeed" {
+	need_glibc
+	run "$H/ef-dl-fds" "$EPOLLFIX_LIB" nofile
+	assert_success
+	assert_output "opened=12 emfile=0"
+}
+
+@test "dlopen: waits made while no fd is free pass through, the next ones are exact again, the thread's own slack comes back; the report names no seccomp filter" {
+	need_glibc
+	run --separate-stderr env EPOLLFIX_STATS=1 "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
+	assert_success
+	assert_output "emfile_exact=0 after_exact=20 slack=own"
+	grep -q '] epoll_pwait2: available$' <<<"$stderr" || fail "$stderr"
+	! grep -q "seccomp filter" <<<"$stderr" || fail "a seccomp filter named where there is none: $stderr"
+}
+
+@test "dlopen: without a /proc to read filter counts from, waits pass through and the report says why" {
+	need_glibc
+	[ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null || skip "needs root and mount namespaces"
+	run --separate-stderr unshare -m sh -c 'mount -t tmpfs none /proc && exec env EPOLLFIX_STATS=1 "$@"' \
+		sh "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
+	assert_success
+	assert_output "emfile_exact=0 after_exact=0 slack=own"
+	grep -q '] epoll_pwait2: unavailable (loaded with dlopen, it cannot see seccomp filters in /proc/thread-self/status (No such file or directory))$' <<<"$stderr" ||
+		fail "$stderr"
+}
