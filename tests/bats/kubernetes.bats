@@ -60,7 +60,11 @@ both_builds() {
 	out=$BATS_TEST_TMPDIR/image
 	run "$EPOLLFIX_SRC/scripts/package-image" "$out"
 	assert_success
-	img=$out/epollfix
+	# The layout's root is the image's root: mounted at /epollfix, as the
+	# chart does, the files are where its LD_PRELOAD names them.
+	img=$out
+	[ "$(cd "$img" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
+		fail "the image's files: $(cd "$img" && find . | sort)"
 	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
 		[ -f "$img/$f" ] || fail "no $f in the image"
 	done
@@ -111,24 +115,28 @@ both_builds() {
 	"$EPOLLFIX_SRC/scripts/package-image" "$out" >/dev/null
 	dest=$out/emptydir
 	mkdir -m 1777 "$dest"
-	run setpriv --reuid=65532 --regid=65532 --clear-groups "$out/epollfix/bin/epollfix" copy-files "$dest"
+	run setpriv --reuid=65532 --regid=65532 --clear-groups "$out/bin/epollfix" copy-files "$dest"
 	assert_success
 	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
-		cmp "$out/epollfix/$f" "$dest/$f" || fail "$f differs"
+		cmp "$out/$f" "$dest/$f" || fail "$f differs"
 	done
 	[ "$(stat -c %a "$dest/bin/epollfix")" = 755 ] && [ "$(stat -c %a "$dest/glibc/libepollfix.so")" = 644 ] ||
 		fail "modes: $(stat -c '%a %n' "$dest"/*/*)"
 	[ -z "$(find "$dest" -name '.*.tmp')" ] || fail "a temporary file is left"
 	# Again over the copy (a restarted init container), then the mistakes.
-	run "$out/epollfix/bin/epollfix" copy-files "$dest"
+	# The image's files only, not the rest of the directory above bin/ (in
+	# the image, its root: /proc, /dev, what the runtime mounts).
+	[ "$(cd "$dest" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
+		fail "copied: $(cd "$dest" && find . | sort)"
+	run "$out/bin/epollfix" copy-files "$dest"
 	assert_success
-	run "$out/epollfix/bin/epollfix" copy-files "$out/missing"
+	run "$out/bin/epollfix" copy-files "$out/missing"
 	assert_failure 1
 	assert_output --partial "missing: No such file or directory"
-	run "$out/epollfix/bin/epollfix" copy-files
+	run "$out/bin/epollfix" copy-files
 	assert_failure 2
 	# A command outside a tree's bin/ has nothing to copy.
-	cp "$out/epollfix/bin/epollfix" "$out/epollfix-alone"
+	cp "$out/bin/epollfix" "$out/epollfix-alone"
 	run "$out/epollfix-alone" copy-files "$dest"
 	assert_failure 1
 	assert_output --partial "not in a bin/ directory"
@@ -440,7 +448,7 @@ spec:
   securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
   containers: [{name: app, image: busybox, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]"
 	expect_pod strict copied '{"annotations": '"$done_ann"', "volumes": [{"name": "epollfix", "emptyDir": {"sizeLimit": "8Mi"}}],
-		"initContainers": [{"name": "epollfix-copy", "command": ["/epollfix/bin/epollfix", "copy-files", "/epollfix-copy"],
+		"initContainers": [{"name": "epollfix-copy", "command": ["/bin/epollfix", "copy-files", "/epollfix-copy"],
 			"volumeMounts": [{"name": "epollfix", "mountPath": "/epollfix-copy"}],
 			"securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "allowPrivilegeEscalation": false,
 				"readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -682,13 +690,13 @@ PY
 	status_cmd=$(sed -n 's/^epollfix-status //p' "$BATS_TEST_TMPDIR/cmds")
 	exporter_args=$(sed -n 's/^node-exporter //p' "$BATS_TEST_TMPDIR/cmds")
 	[ -n "$status_cmd" ] && [ -n "$exporter_args" ] || fail "containers: $(cat "$BATS_TEST_TMPDIR/cmds")"
-	status_cmd=${status_cmd//\/epollfix\/bin\/epollfix/$BATS_TEST_TMPDIR/image/epollfix/bin/epollfix}
+	status_cmd=${status_cmd//\/bin\/epollfix/$BATS_TEST_TMPDIR/image/bin/epollfix}
 	status_cmd=${status_cmd//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=:9100/=127.0.0.1:$port}
 	# A process of a pod, as the policy leaves it: the variables, the library.
 	env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
-		LD_PRELOAD="$BATS_TEST_TMPDIR/image/epollfix/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		LD_PRELOAD="$BATS_TEST_TMPDIR/image/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>/dev/null 2>&1 3>&- &
 	track_pid $!
 	local app=$!
