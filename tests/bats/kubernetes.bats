@@ -94,6 +94,42 @@ both_builds() {
 	assert_output --partial '"program":"ef-sleep"'
 }
 
+@test "image: its command, run from wherever the image is mounted, preloads the library that fits each program and none into a static one" {
+	both_builds
+	out=$BATS_TEST_TMPDIR/mounted
+	"$EPOLLFIX_SRC/scripts/package-image" "$out" >/dev/null
+	# No library beside the command, nor where a meson install puts one.
+	run "$out/bin/epollfix" --check "$glibc_build/tests/progs/ef-sleep"
+	assert_line "library:      $out/glibc/libepollfix.so"
+	run "$out/bin/epollfix" --check "$musl_build/tests/progs/ef-sleep"
+	assert_line "library:      $out/musl/libepollfix.so"
+	# Each program runs with its own libc's build: the other would stop it.
+	run "$out/bin/epollfix" --stats=1 "$glibc_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	run "$out/bin/epollfix" --stats=1 "$musl_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	# A script: its interpreter's libc.
+	printf '#!%s\nimport os; print(os.environ["LD_PRELOAD"])\n' "$(python_bin)" >"$BATS_TEST_TMPDIR/script"
+	chmod +x "$BATS_TEST_TMPDIR/script"
+	run "$out/bin/epollfix" "$BATS_TEST_TMPDIR/script"
+	assert_success
+	assert_output "$out/glibc/libepollfix.so"
+	# A static program needs none, and is given none: the programs it starts
+	# may be of either libc.
+	local static=$BATS_TEST_TMPDIR/static
+	printf '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { const char *p = getenv("LD_PRELOAD"); puts(p ? p : "unset"); return 0; }\n' |
+		cc -static -x c - -o "$static" 2>/dev/null || skip "no static libc (libc6-dev)"
+	run "$out/bin/epollfix" --check "$static"
+	assert_line "library:      none: a statically linked program loads none"
+	run --separate-stderr env -u LD_PRELOAD "$out/bin/epollfix" "$static"
+	assert_success
+	assert_output unset
+	[[ "$stderr" == *"is statically linked"* ]] || fail "no warning: $stderr"
+	refute_output --partial "cannot find"
+}
+
 @test "image: a glibc build preloaded into a musl program stops it from starting, and the reverse (why the chart asks which containers are musl)" {
 	both_builds
 	# musl's loader exits 127 when a preloaded object's symbols do not resolve.
