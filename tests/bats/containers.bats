@@ -208,6 +208,22 @@ profile_run() {
 	assert_output --regexp 'epollfix\[[0-9]+\] calls: 20 '
 }
 
+@test "without the policy: doc/kubernetes.md's COPY --from and ENV lines put the library in an image where LD_PRELOAD finds it" {
+	local copy env dir=$BATS_TEST_TMPDIR/derived tag=localhost/epollfix-test/derived:$$
+	copy=$(grep -o 'COPY --from=[^`]*' "$EPOLLFIX_SRC/doc/kubernetes.md")
+	env=$(grep -o 'ENV LD_PRELOAD=[^`]*' "$EPOLLFIX_SRC/doc/kubernetes.md")
+	[ -n "$copy" ] && [ -n "$env" ] || fail "no COPY --from or ENV line in doc/kubernetes.md"
+	mkdir "$dir"
+	# The doc's registry is this test's image.
+	printf 'FROM %s\n%s\n%s\n' "$debian" "$(sed "s|--from=[^ ]*|--from=$image|" <<<"$copy")" "$env" >"$dir/Containerfile"
+	run "$pm" build -q -t "$tag" "$dir"
+	assert_success
+	run "$pm" run --rm -v "$EPOLLFIX_SRC:$EPOLLFIX_SRC:ro" -e EPOLLFIX_STATS=1 "$tag" "$EPOLLFIX_PROGS/ef-sleep" --count 20
+	"$pm" rmi -f "$tag" >/dev/null 2>&1 || true
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: 20 '
+}
+
 @test "the image's command as a container's wrapper: a glibc program and a musl program get their libc's library, a static Go program is supervised" {
 	local go=$EPOLLFIX_BUILD/go/local/static/sleeps
 	[ -x "$go" ] || skip_missing "no $go (tests/progs/go/build: offline, or no go)"
