@@ -1,5 +1,5 @@
-/* `epollfix copy-files DEST`: copies the tree the command was installed in
- * (the directory above its own bin/: /epollfix in the image, holding
+/* `epollfix copy-files DEST`: copies the files of the tree the command was
+ * installed in (the directory above its own bin/: the image's root, holding
  * glibc/libepollfix.so, musl/libepollfix.so and bin/epollfix) into DEST, for a
  * pod whose cluster cannot mount an image as a volume: an init container runs
  * it into an emptyDir the pod's containers then mount. Each file goes to a
@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include "copy.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,9 +19,10 @@
 static int usage(FILE *out)
 {
 	fprintf(out, "usage: epollfix copy-files DEST\n\n"
-		     "Copies the directory above this command's own bin/ (the image's /epollfix:\n"
-		     "glibc/, musl/, bin/) into DEST, which must exist: the image's init container\n"
-		     "runs it into an emptyDir (deploy/helm/epollfix, doc/kubernetes.md).\n");
+		     "Copies the image's files from the directory above this command's own bin/\n"
+		     "(the image's root: glibc/libepollfix.so, musl/libepollfix.so, bin/epollfix)\n"
+		     "into DEST, which must exist: the image's init container runs it into an\n"
+		     "emptyDir (deploy/helm/epollfix, doc/kubernetes.md).\n");
 	return out == stdout ? 0 : 2;
 }
 
@@ -59,37 +59,40 @@ static int copy_file(int from_dir, int to_dir, const char *name, mode_t mode)
 	return ok ? 0 : -1;
 }
 
-/* Directories and regular files, depth-first; links and the rest are left
- * out. A few levels: the tree is the image's own. */
-static int copy_tree(int from_dir, int to_dir, int depth)
+/* The image's files, relative to the directory above bin/. Only these: in
+ * the image that directory is the root, which holds /proc, /dev and what the
+ * runtime mounts as well. */
+static const char *const image_files[] = { "bin/epollfix", "glibc/libepollfix.so",
+					   "musl/libepollfix.so" };
+
+/* DIR/NAME's directory part made in to_dir (one level: the image's tree);
+ * the file itself copied with its mode. */
+static int copy_one(int from_dir, int to_dir, const char *path)
 {
-	DIR *d = fdopendir(dup(from_dir));
-	struct dirent *de;
-	int bad = !d || depth > 4;
-	while (!bad && (de = readdir(d))) {
-		struct stat st;
-		if (de->d_name[0] == '.' || fstatat(from_dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (S_ISREG(st.st_mode)) {
-			bad = copy_file(from_dir, to_dir, de->d_name, st.st_mode) != 0;
-		} else if (S_ISDIR(st.st_mode)) {
-			if (mkdirat(to_dir, de->d_name, 0755) != 0 && errno != EEXIST) {
-				fprintf(stderr, "epollfix: copy-files: %s: %s\n", de->d_name, strerror(errno));
-				bad = 1;
-				break;
-			}
-			int f = openat(from_dir, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-			int t = openat(to_dir, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-			bad = f < 0 || t < 0 || copy_tree(f, t, depth + 1) != 0;
-			if (f >= 0)
-				close(f);
-			if (t >= 0)
-				close(t);
-		}
+	char dir[NAME_MAX + 1];
+	const char *slash = strchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	struct stat st;
+	int found = fstatat(from_dir, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!found || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "epollfix: copy-files: %s: %s\n", path,
+			found ? "not a regular file" : strerror(errno));
+		return -1;
 	}
-	if (d)
-		closedir(d);
-	return bad ? -1 : 0;
+	if (mkdirat(to_dir, dir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "epollfix: copy-files: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	int f = openat(from_dir, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int t = openat(to_dir, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int r = f < 0 || t < 0 ? -1 : copy_file(f, t, slash + 1, st.st_mode);
+	if (f < 0 || t < 0)
+		fprintf(stderr, "epollfix: copy-files: %s: %s\n", dir, strerror(errno));
+	if (f >= 0)
+		close(f);
+	if (t >= 0)
+		close(t);
+	return r;
 }
 
 int ef_copy_main(int argc, char **argv)
@@ -117,10 +120,12 @@ int ef_copy_main(int argc, char **argv)
 		fprintf(stderr, "epollfix: copy-files: %s: %s\n", from < 0 ? root : argv[1], strerror(errno));
 		return 1;
 	}
-	int r = copy_tree(from, to, 0);
+	int r = 0;
+	for (size_t i = 0; i < sizeof(image_files) / sizeof(image_files[0]); i++)
+		r |= copy_one(from, to, image_files[i]);
 	close(from);
 	close(to);
 	if (r == 0)
-		printf("epollfix: copied %s into %s\n", root, argv[1]);
+		printf("epollfix: copied the image's files from %s into %s\n", root, argv[1]);
 	return r == 0 ? 0 : 1;
 }

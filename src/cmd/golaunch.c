@@ -72,7 +72,8 @@ const struct ef_bpf_prog *ef_go_filter(void)
 	return &prog;
 }
 
-/* NULL when this kernel has what the supervisor uses, else what it lacks. */
+/* NULL when this kernel, under the seccomp filters in force, lets the
+ * supervisor do its work; else what stops it, after "but ". */
 static const char *kernel_lacks(void)
 {
 	struct utsname u;
@@ -80,16 +81,23 @@ static const char *kernel_lacks(void)
 	uint32_t action = EF_SECCOMP_RET_USER_NOTIF;
 
 	if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
-		return "a readable release";
+		return "the kernel lacks a readable release";
 	/* The listener's hang-up when no task is left (5.8), the fixed
 	 * ID_VALID number (5.7), pidfd_getfd (5.6). */
 	if (major < 5 || (major == 5 && minor < 8))
-		return "Linux 5.8 (seccomp listener hang-up, pidfd_getfd)";
+		return "the kernel lacks Linux 5.8 (seccomp listener hang-up, pidfd_getfd)";
 	if (syscall(SYS_seccomp, EF_SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0)
-		return "SECCOMP_RET_USER_NOTIF";
+		return "the kernel lacks SECCOMP_RET_USER_NOTIF";
 	errno = 0;
 	if (syscall(SYS_pidfd_getfd, -1, 0, 0) == 0 || errno == ENOSYS)
-		return "pidfd_getfd";
+		return "the kernel lacks pidfd_getfd";
+	/* The kernel answers an fd of -1 with EBADF; anything else is a seccomp
+	 * filter's answer. Docker's default profile allows pidfd_getfd only with
+	 * CAP_SYS_PTRACE, containerd's not at all: there the supervisor could
+	 * read no wait, and each would cost a round trip to it for nothing. */
+	if (errno != EBADF)
+		return "the seccomp filter in force refuses pidfd_getfd (a container runtime's default "
+		       "profile without CAP_SYS_PTRACE)";
 	return NULL;
 }
 
@@ -119,7 +127,7 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 	}
 	const char *lacks = kernel_lacks();
 	if (lacks) {
-		ef_fmt(out, "%s, but the kernel lacks %s: its own timers stay at whole milliseconds\n",
+		ef_fmt(out, "%s, but %s: its own timers stay at whole milliseconds\n",
 		       ef_go_why_text(why), lacks);
 		return 0;
 	}

@@ -50,38 +50,74 @@ static void usage(FILE *out)
 		     "Durations: a number and a unit, ns, us, ms or s (50us, 0.05ms).\n\n"
 		     "epollfix status: one line per running process with the library loaded;\n"
 		     "with PID, its report now (the exit report's text).\n"
-		     "epollfix copy-files DEST: copies the tree above this command's bin/ (the\n"
-		     "image's /epollfix) into DEST, for an init container. See epollfix(1).\n");
+		     "epollfix copy-files DEST: copies the image's files (glibc/, musl/ and bin/\n"
+		     "above this command's bin/) into DEST, for an init container. See epollfix(1).\n");
 }
 
-/* The library beside this executable (a build tree), else where meson
- * installed it relative to bindir, else its absolute install path. */
-static int search_library(char *out, size_t size)
+/* What the search for the library found for a program. */
+enum found {
+	LIB_FOUND,	 /* the path */
+	LIB_NOT_NEEDED,	 /* a statically linked program, given none */
+	LIB_MISSING,	 /* the path last tried */
+};
+
+/* path, when it is a readable file. */
+static int try_path(char *out, size_t size, const char *dir, const char *rest)
+{
+	return (size_t)snprintf(out, size, "%s/%s", dir, rest) < size && access(out, R_OK) == 0;
+}
+
+/* The library for the program at path (NULL: none named), in order:
+ * - beside this executable: a build tree;
+ * - the container image's tree (deploy/image), wherever it is mounted: this
+ *   executable in bin/, glibc/ and musl/ beside it, each a build for its
+ *   libc, the one the program's loader can load taken (the other stops it
+ *   from starting). A statically linked program is given none: no loader of
+ *   its own reads LD_PRELOAD, and the libc of the programs it starts is not
+ *   known, nor is one build right for them all;
+ * - where meson installed it, relative to bindir, then its absolute path.
+ * A statically linked program needs none: when none is found, it runs without. */
+static enum found search_library(const char *path, char *out, size_t size)
 {
 	char exe[PATH_MAX];
+	enum ef_libc libc = path ? ef_target_libc(path) : EF_LIBC_UNKNOWN;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';
-		*strrchr(exe, '/') = '\0';
-		if ((size_t)snprintf(out, size, "%s/libepollfix.so", exe) < size && access(out, R_OK) == 0)
-			return 0;
-		if ((size_t)snprintf(out, size, "%s/%s/libepollfix.so", exe, EF_BINDIR_TO_LIBDIR) < size &&
-		    access(out, R_OK) == 0)
-			return 0;
+		char *slash = strrchr(exe, '/');
+		*slash = '\0';
+		if (try_path(out, size, exe, "libepollfix.so"))
+			return LIB_FOUND;
+		slash = strrchr(exe, '/');
+		if (slash && strcmp(slash, "/bin") == 0) {
+			char tree[PATH_MAX], glibc[PATH_MAX], musl[PATH_MAX];
+			snprintf(tree, sizeof(tree), "%.*s", (int)(slash - exe), exe);
+			int has_glibc = try_path(glibc, sizeof(glibc), tree, "glibc/libepollfix.so");
+			int has_musl = try_path(musl, sizeof(musl), tree, "musl/libepollfix.so");
+			if (has_glibc || has_musl) {
+				if (libc == EF_LIBC_STATIC)
+					return LIB_NOT_NEEDED;
+				int want_musl = libc == EF_LIBC_MUSL || (libc == EF_LIBC_UNKNOWN && !has_glibc);
+				snprintf(out, size, "%s", want_musl ? musl : glibc);
+				return (want_musl ? has_musl : has_glibc) ? LIB_FOUND : LIB_MISSING;
+			}
+		}
+		if (try_path(out, size, exe, EF_BINDIR_TO_LIBDIR "/libepollfix.so"))
+			return LIB_FOUND;
 	}
-	snprintf(out, size, "%s/libepollfix.so", EF_LIBDIR);
-	return access(out, R_OK);
+	if (try_path(out, size, EF_LIBDIR, "libepollfix.so"))
+		return LIB_FOUND;
+	return libc == EF_LIBC_STATIC ? LIB_NOT_NEEDED : LIB_MISSING;
 }
 
 /* The path found, made canonical: LD_PRELOAD and --check show a plain path. */
-static int find_library(char *out, size_t size)
+static enum found find_library(const char *path, char *out, size_t size)
 {
 	char real[PATH_MAX];
-	if (search_library(out, size) != 0)
-		return -1;
-	if (realpath(out, real) && strlen(real) < size)
+	enum found f = search_library(path, out, size);
+	if (f == LIB_FOUND && realpath(out, real) && strlen(real) < size)
 		strcpy(out, real);
-	return 0;
+	return f;
 }
 
 /* LD_PRELOAD with the library first, unless it is already listed. */
@@ -120,7 +156,7 @@ static int pwait2_check(const struct ef_config *c)
 							  : why;
 }
 
-static int check(const char *lib, int have_lib)
+static int check(const char *lib, enum found found)
 {
 	struct utsname u;
 	struct ef_config c;
@@ -140,7 +176,10 @@ static int check(const char *lib, int have_lib)
 	char reason[160];
 	ef_pwait2_why(why, &EF_BUF(reason));
 	printf("epollfix %s\n", EPOLLFIX_VERSION);
-	printf("library:      %s%s\n", lib, have_lib ? "" : " (missing)");
+	if (found == LIB_NOT_NEEDED)
+		printf("library:      none: a statically linked program loads none\n");
+	else
+		printf("library:      %s%s\n", lib, found == LIB_FOUND ? "" : " (missing)");
 	printf("kernel:       %s %s (epoll_pwait2 needs 5.11 or later)\n", u.sysname, u.release);
 	printf("epoll_pwait2: %s%s\n", works ? "works" : "no: ", works ? "" : reason);
 	printf("policy:       %s\n", text);
@@ -165,7 +204,7 @@ static int check(const char *lib, int have_lib)
 		ef_config_show_origin(&o, v, file, &fb);
 		printf("  %-12s %-14s %s\n", v->name, value, from);
 	}
-	return works && have_lib ? 0 : 1;
+	return works && found != LIB_MISSING ? 0 : 1;
 }
 
 /* The variable an option sets, and its value: --name=VALUE, --name VALUE, a
@@ -242,10 +281,12 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 
-	char lib[2 * PATH_MAX];
-	int have_lib = find_library(lib, sizeof(lib)) == 0;
+	/* The library that fits the program, if it needs one. */
+	char lib[2 * PATH_MAX], path[PATH_MAX];
+	int resolved = i < argc && ef_resolve_program(argv[i], path, sizeof(path)) == 0;
+	enum found found = find_library(resolved ? path : NULL, lib, sizeof(lib));
 	/* A Go program is supervised as well (gosup.h), unless --go=off. */
-	char path[PATH_MAX], go_text[1024] = "";
+	char go_text[1024] = "";
 	struct ef_buf go_line = EF_BUF(go_text);
 	int go_on = 1, supervise = 0;
 	static struct ef_text go_t;
@@ -260,10 +301,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "epollfix: warning: EPOLLFIX_GO=%s is neither auto nor off: auto used\n",
 				go);
 	}
-	if (i < argc && go_on && ef_resolve_program(argv[i], path, sizeof(path)) == 0)
+	if (resolved && go_on)
 		supervise = ef_go_plan(path, &go_line);
 	if (want_check) {
-		int r = check(lib, have_lib);
+		int r = check(lib, found);
 		return i < argc && ef_target_check(argv[i], 0, go_on ? go_text : NULL, supervise) != 0 ? 1
 														: r;
 	}
@@ -271,7 +312,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (!have_lib) {
+	if (found == LIB_MISSING) {
 		fprintf(stderr, "epollfix: cannot find libepollfix.so (last tried %s)\n", lib);
 		return EXIT_USAGE;
 	}
@@ -279,7 +320,8 @@ int main(int argc, char **argv)
 	const char *log = getenv("EPOLLFIX_LOG");
 	if (!log || strcmp(log, "quiet") != 0)
 		ef_target_check(argv[i], 1, !go_on ? NULL : supervise ? "" : go_text, supervise);
-	prepend_preload(lib);
+	if (found == LIB_FOUND)
+		prepend_preload(lib);
 	if (supervise)
 		ef_go_launch(getenv("EPOLLFIX_STATS"));
 	execvp(argv[i], argv + i);

@@ -457,6 +457,42 @@ static int shebang(const char *path, char *interp, size_t size)
 	return (size_t)snprintf(interp, size, "%s", words[0]) < size ? 0 : -1;
 }
 
+/* The program's own libc; *done 0 when path is no ELF file. */
+static enum ef_libc elf_libc(const char *path, int *done)
+{
+	struct ef_file e;
+	Elf64_Phdr p;
+	enum ef_libc libc = EF_LIBC_STATIC;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*done = fd >= 0 && ef_file_open(fd, &e) == 0;
+	for (unsigned i = 0; *done && i < e.phnum; i++) {
+		char interp[PATH_MAX];
+		if (phdr(&e, i, &p) != 0 || p.p_type != PT_INTERP)
+			continue;
+		size_t n = p.p_filesz < sizeof(interp) - 1 ? (size_t)p.p_filesz : sizeof(interp) - 1;
+		if (read_at(fd, interp, n, p.p_offset) != 0)
+			n = 0;
+		interp[n] = '\0';
+		const char *base = strrchr(interp, '/') ? strrchr(interp, '/') + 1 : interp;
+		libc = strncmp(base, "ld-musl-", 8) == 0 ? EF_LIBC_MUSL : EF_LIBC_GLIBC;
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return *done ? libc : EF_LIBC_UNKNOWN;
+}
+
+enum ef_libc ef_target_libc(const char *path)
+{
+	char interp[PATH_MAX];
+	int elf;
+	enum ef_libc libc = elf_libc(path, &elf);
+	if (elf || shebang(path, interp, sizeof(interp)) != 0)
+		return libc;
+	return elf_libc(interp, &elf);
+}
+
 int ef_target_reasons(const char *path, const char *go, int supervised, struct ef_buf *out)
 {
 	struct facts f;

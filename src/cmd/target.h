@@ -59,6 +59,17 @@ int ef_resolve_program(const char *program, char *out, size_t size);
  * files only: nothing is run. Returns the number of lines. */
 int ef_target_reasons(const char *path, const char *go, int supervised, struct ef_buf *out);
 
+/* The C library the program at path is linked against, from its ELF
+ * interpreter (PT_INTERP: ld-musl-* is musl's loader, any other glibc's); a
+ * script's `#!` interpreter's, one level. */
+enum ef_libc {
+	EF_LIBC_UNKNOWN, /* not an ELF file, or unreadable */
+	EF_LIBC_STATIC,	 /* no interpreter: no loader reads LD_PRELOAD */
+	EF_LIBC_GLIBC,
+	EF_LIBC_MUSL,
+};
+enum ef_libc ef_target_libc(const char *path);
+
 /* `epollfix --check PROGRAM` (warn 0: "program:" lines on stdout) or the
  * warning before `epollfix -- PROGRAM` runs (warn 1: stderr). PROGRAM is
  * resolved as execvp would. The number of reasons, or -1 when not found.

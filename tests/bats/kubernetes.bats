@@ -60,7 +60,11 @@ both_builds() {
 	out=$BATS_TEST_TMPDIR/image
 	run "$EPOLLFIX_SRC/scripts/package-image" "$out"
 	assert_success
-	img=$out/epollfix
+	# The layout's root is the image's root: mounted at /epollfix, as the
+	# chart does, the files are where its LD_PRELOAD names them.
+	img=$out
+	[ "$(cd "$img" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
+		fail "the image's files: $(cd "$img" && find . | sort)"
 	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
 		[ -f "$img/$f" ] || fail "no $f in the image"
 	done
@@ -90,6 +94,42 @@ both_builds() {
 	assert_output --partial '"program":"ef-sleep"'
 }
 
+@test "image: its command, run from wherever the image is mounted, preloads the library that fits each program and none into a static one" {
+	both_builds
+	out=$BATS_TEST_TMPDIR/mounted
+	"$EPOLLFIX_SRC/scripts/package-image" "$out" >/dev/null
+	# No library beside the command, nor where a meson install puts one.
+	run "$out/bin/epollfix" --check "$glibc_build/tests/progs/ef-sleep"
+	assert_line "library:      $out/glibc/libepollfix.so"
+	run "$out/bin/epollfix" --check "$musl_build/tests/progs/ef-sleep"
+	assert_line "library:      $out/musl/libepollfix.so"
+	# Each program runs with its own libc's build: the other would stop it.
+	run "$out/bin/epollfix" --stats=1 "$glibc_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	run "$out/bin/epollfix" --stats=1 "$musl_build/tests/progs/ef-sleep" --count 20
+	assert_success
+	assert_output --regexp 'epollfix\[[0-9]+\] calls: [1-9]'
+	# A script: its interpreter's libc.
+	printf '#!%s\nimport os; print(os.environ["LD_PRELOAD"])\n' "$(python_bin)" >"$BATS_TEST_TMPDIR/script"
+	chmod +x "$BATS_TEST_TMPDIR/script"
+	run "$out/bin/epollfix" "$BATS_TEST_TMPDIR/script"
+	assert_success
+	assert_output "$out/glibc/libepollfix.so"
+	# A static program needs none, and is given none: the programs it starts
+	# may be of either libc.
+	local static=$BATS_TEST_TMPDIR/static
+	printf '#include <stdio.h>\n#include <stdlib.h>\nint main(void) { const char *p = getenv("LD_PRELOAD"); puts(p ? p : "unset"); return 0; }\n' |
+		cc -static -x c - -o "$static" 2>/dev/null || skip "no static libc (libc6-dev)"
+	run "$out/bin/epollfix" --check "$static"
+	assert_line "library:      none: a statically linked program loads none"
+	run --separate-stderr env -u LD_PRELOAD "$out/bin/epollfix" "$static"
+	assert_success
+	assert_output unset
+	[[ "$stderr" == *"is statically linked"* ]] || fail "no warning: $stderr"
+	refute_output --partial "cannot find"
+}
+
 @test "image: a glibc build preloaded into a musl program stops it from starting, and the reverse (why the chart asks which containers are musl)" {
 	both_builds
 	# musl's loader exits 127 when a preloaded object's symbols do not resolve.
@@ -111,24 +151,28 @@ both_builds() {
 	"$EPOLLFIX_SRC/scripts/package-image" "$out" >/dev/null
 	dest=$out/emptydir
 	mkdir -m 1777 "$dest"
-	run setpriv --reuid=65532 --regid=65532 --clear-groups "$out/epollfix/bin/epollfix" copy-files "$dest"
+	run setpriv --reuid=65532 --regid=65532 --clear-groups "$out/bin/epollfix" copy-files "$dest"
 	assert_success
 	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
-		cmp "$out/epollfix/$f" "$dest/$f" || fail "$f differs"
+		cmp "$out/$f" "$dest/$f" || fail "$f differs"
 	done
 	[ "$(stat -c %a "$dest/bin/epollfix")" = 755 ] && [ "$(stat -c %a "$dest/glibc/libepollfix.so")" = 644 ] ||
 		fail "modes: $(stat -c '%a %n' "$dest"/*/*)"
 	[ -z "$(find "$dest" -name '.*.tmp')" ] || fail "a temporary file is left"
 	# Again over the copy (a restarted init container), then the mistakes.
-	run "$out/epollfix/bin/epollfix" copy-files "$dest"
+	# The image's files only, not the rest of the directory above bin/ (in
+	# the image, its root: /proc, /dev, what the runtime mounts).
+	[ "$(cd "$dest" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
+		fail "copied: $(cd "$dest" && find . | sort)"
+	run "$out/bin/epollfix" copy-files "$dest"
 	assert_success
-	run "$out/epollfix/bin/epollfix" copy-files "$out/missing"
+	run "$out/bin/epollfix" copy-files "$out/missing"
 	assert_failure 1
 	assert_output --partial "missing: No such file or directory"
-	run "$out/epollfix/bin/epollfix" copy-files
+	run "$out/bin/epollfix" copy-files
 	assert_failure 2
 	# A command outside a tree's bin/ has nothing to copy.
-	cp "$out/epollfix/bin/epollfix" "$out/epollfix-alone"
+	cp "$out/bin/epollfix" "$out/epollfix-alone"
 	run "$out/epollfix-alone" copy-files "$dest"
 	assert_failure 1
 	assert_output --partial "not in a bin/ directory"
@@ -440,7 +484,7 @@ spec:
   securityContext: {runAsNonRoot: true, runAsUser: 1000, seccompProfile: {type: RuntimeDefault}}
   containers: [{name: app, image: busybox, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]"
 	expect_pod strict copied '{"annotations": '"$done_ann"', "volumes": [{"name": "epollfix", "emptyDir": {"sizeLimit": "8Mi"}}],
-		"initContainers": [{"name": "epollfix-copy", "command": ["/epollfix/bin/epollfix", "copy-files", "/epollfix-copy"],
+		"initContainers": [{"name": "epollfix-copy", "command": ["/bin/epollfix", "copy-files", "/epollfix-copy"],
 			"volumeMounts": [{"name": "epollfix", "mountPath": "/epollfix-copy"}],
 			"securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "allowPrivilegeEscalation": false,
 				"readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -682,13 +726,13 @@ PY
 	status_cmd=$(sed -n 's/^epollfix-status //p' "$BATS_TEST_TMPDIR/cmds")
 	exporter_args=$(sed -n 's/^node-exporter //p' "$BATS_TEST_TMPDIR/cmds")
 	[ -n "$status_cmd" ] && [ -n "$exporter_args" ] || fail "containers: $(cat "$BATS_TEST_TMPDIR/cmds")"
-	status_cmd=${status_cmd//\/epollfix\/bin\/epollfix/$BATS_TEST_TMPDIR/image/epollfix/bin/epollfix}
+	status_cmd=${status_cmd//\/bin\/epollfix/$BATS_TEST_TMPDIR/image/bin/epollfix}
 	status_cmd=${status_cmd//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=:9100/=127.0.0.1:$port}
 	# A process of a pod, as the policy leaves it: the variables, the library.
 	env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
-		LD_PRELOAD="$BATS_TEST_TMPDIR/image/epollfix/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		LD_PRELOAD="$BATS_TEST_TMPDIR/image/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>/dev/null 2>&1 3>&- &
 	track_pid $!
 	local app=$!
