@@ -94,12 +94,33 @@ static int proc_stat(long pid, unsigned long long *start, char *comm, size_t siz
 	return 0;
 }
 
+/* /proc/PID/NAME read to its end, or to size - 1 bytes: the bytes read, or -1. */
+static ssize_t read_whole(long pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	ssize_t r = fd >= 0 ? 1 : -1;
+	while (r > 0 && n + 1 < size) {
+		r = read(fd, buf + n, size - 1 - n);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	buf[n] = '\0';
+	return r < 0 && !n ? -1 : (ssize_t)n;
+}
+
 /* Which container the process is in, as its own people know it: its pid in
  * its pid namespace (the last field of NSpid:, wherever in the file it lies)
- * and its cgroup. Read with a bound, like everything of another process. */
+ * and its cgroup, with the pod that names (pod.h). Read with a bound, like
+ * everything of another process: a line of /proc/PID/cgroup holds a path of
+ * up to PATH_MAX bytes, one line for each hierarchy. */
 static void proc_container(long pid, struct look *l)
 {
-	char buf[8192], nspid[512];
+	static char buf[32 * (PATH_MAX + 64)];
+	char nspid[512];
 	struct ef_proc_field f;
 	ef_proc_field_init(&f, "NSpid", nspid, sizeof(nspid));
 	ef_proc_fields_via(syscall, pid, "status", &f, 1);
@@ -111,12 +132,8 @@ static void proc_container(long pid, struct look *l)
 		if (*last)
 			l->ns_pid = atol(last);
 	}
-	ef_proc_read(pid, "cgroup", buf, sizeof(buf));
-	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
-	char *colon = strchr(buf, ':');
-	colon = colon ? strchr(colon + 1, ':') : NULL;
-	if (colon)
-		snprintf(l->cgroup, sizeof(l->cgroup), "%.*s", (int)strcspn(colon + 1, "\n"), colon + 1);
+	ssize_t n = read_whole(pid, "cgroup", buf, sizeof(buf));
+	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, &l->pod, l->cgroup, sizeof(l->cgroup));
 }
 
 const char *ef_look_pwait2_word(const struct look *l)
@@ -445,8 +462,10 @@ int ef_look_at(long pid, struct look *l)
 		return 0;
 	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
-	/* Only for a process with the library: its environment is read whole. */
-	ef_pod_of(pid, l->cgroup, &l->pod);
+	/* The pod's names, when its environment agrees with its cgroup. */
+	struct ef_pod_env env;
+	ef_pod_env_of(pid, &env);
+	ef_pod_take_names(&l->pod, &env);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);

@@ -21,7 +21,7 @@ struct look {
 	double age_s; /* since the process started */
 	char comm[64];
 	long ns_pid;      /* its pid in its own pid namespace (NSpid's last); 0: unknown */
-	char cgroup[256]; /* its cgroup (/proc/PID/cgroup's first line), "" unknown */
+	char cgroup[PATH_MAX]; /* its cgroup: the path that names its pod, else v2's, else the first (pod.h); "" unknown */
 	struct ef_pod pod; /* its Kubernetes pod, when it runs in one (pod.h) */
 	char lib[PATH_MAX];
 	struct ef_live block;

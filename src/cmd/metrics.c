@@ -8,6 +8,7 @@
 #include "look.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -17,7 +18,7 @@
  * characters, valid UTF-8), then the exposition format's own escapes. */
 static void label(FILE *out, const char *name, const char *value)
 {
-	char esc[1024];
+	char esc[4 * PATH_MAX + 1]; /* a cgroup path, every byte escaped */
 	struct ef_buf b = EF_BUF(esc);
 	ef_esc(&b, value, 0);
 	fprintf(out, "%s=\"", name);
