@@ -340,9 +340,11 @@ replaced_twice() {
 	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
 	as_nobody rmdir "$dir/epollfix.prom"
 	replaced_twice "$dir/epollfix.prom"
-	# One line for each failed round, and nothing else.
-	run grep -cv "^epollfix: status: $dir/epollfix.prom is not a regular file (a directory): not replaced$" "$BATS_TEST_TMPDIR/watch"
-	assert_output 0
+	# One line for each failed round, and nothing else (a round that
+	# renames its file as the directory appears says so in its own words).
+	run grep -cv -e "^epollfix: status: $dir/epollfix.prom is not a regular file (a directory): not replaced$" \
+		-e "^epollfix: status: $dir/epollfix.prom: Is a directory$" "$BATS_TEST_TMPDIR/watch"
+	assert_output 0 || fail "$(cat "$BATS_TEST_TMPDIR/watch")"
 }
 
 @test "metrics: --textfile --watch goes on through a full file system, and writes again once there is room" {
