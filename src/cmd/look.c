@@ -136,6 +136,26 @@ static void proc_container(long pid, struct look *l)
 	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, &l->pod, l->cgroup, sizeof(l->cgroup));
 }
 
+const char *ef_look_lib_word(const struct look *l)
+{
+	static const char *const words[] = { "unknown", "loaded", "missing", "static", "not_loaded" };
+	return words[l->lib_state <= EF_LIB_NOT_LOADED ? l->lib_state : 0];
+}
+
+const char *ef_look_lib_why(const struct look *l)
+{
+	switch (l->lib_state) {
+	case EF_LIB_MISSING:
+		return "no such file, as the process sees its file system";
+	case EF_LIB_STATIC:
+		return "the program is statically linked, so no loader reads LD_PRELOAD";
+	case EF_LIB_NOT_LOADED:
+		return "the loader did not load it (a build for another libc, or secure execution)";
+	default:
+		return "";
+	}
+}
+
 const char *ef_look_pwait2_word(const struct look *l)
 {
 	return l->pw2_state == EF_PW2_OK ? "works" : l->pw2_state == EF_PW2_NO ? "fell back" : "not probed";
@@ -379,6 +399,51 @@ static int read_config(long pid, struct look *l)
 	return FAIL(EF_ST_GONE, "process %ld: its configuration kept changing under the read", pid);
 }
 
+/* Whether the program pid runs has no PT_INTERP: no loader runs in it. */
+static int runs_static(long pid)
+{
+	char path[64];
+	struct ef_file e;
+	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+	int fd = open_regular(path);
+	int is_static = fd >= 0 && ef_file_open(fd, &e) == 0 && ef_file_interp(&e) == 0;
+	if (fd >= 0)
+		close(fd);
+	return is_static;
+}
+
+/* A process without the library mapped: when its LD_PRELOAD names one, the
+ * look holds who it is and why the library is not there (look.h). Its
+ * environment is the process's own: read with a bound (pod.h), like
+ * everything else of it. */
+static void unloaded(long pid, struct look *l)
+{
+	struct ef_pod_env env;
+	struct stat st;
+	char path[PATH_MAX + 64];
+	unsigned long long start2;
+
+	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
+		return;
+	proc_container(pid, l);
+	ef_pod_take_names(&l->pod, &env);
+	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
+	/* The file as the process would find it: through its root (a name
+	 * without a slash is searched for by the loader: not judged). */
+	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
+	l->lib_state = runs_static(pid) ? EF_LIB_STATIC
+		       : l->lib[0] == '/' && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)
+			       ? EF_LIB_MISSING
+			       : EF_LIB_NOT_LOADED;
+	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks) {
+		l->lib_state = EF_LIB_UNKNOWN;
+		FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+		return;
+	}
+	FAIL(EF_ST_NOLIB, "libepollfix is not loaded in process %ld (%s), though its LD_PRELOAD names %s: %s",
+	     pid, l->comm, l->lib, ef_look_lib_why(l));
+}
+
 int ef_look_at(long pid, struct look *l)
 {
 	struct mapping m;
@@ -392,9 +457,12 @@ int ef_look_at(long pid, struct look *l)
 	if (proc_stat(pid, &l->start_ticks, l->comm, sizeof(l->comm)) != 0)
 		return FAIL(EF_ST_GONE, "no process %ld", pid);
 	l->age_s = ef_look_now() - (double)l->start_ticks / (double)sysconf(_SC_CLK_TCK);
-	proc_container(pid, l);
-	if (!find_library(pid, l, ~0ul, &m))
+	if (!find_library(pid, l, ~0ul, &m)) {
+		if (fail_code == EF_ST_NOLIB && !l->lib[0])
+			unloaded(pid, l);
 		return 0;
+	}
+	proc_container(pid, l);
 	int fd = open_library(pid, l, &m);
 	if (fd < 0)
 		return 0;
@@ -469,6 +537,7 @@ int ef_look_at(long pid, struct look *l)
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+	l->lib_state = EF_LIB_LOADED;
 	return 1;
 }
 

@@ -29,7 +29,8 @@ static int usage(FILE *out)
 {
 	fprintf(out,
 		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--watch[=1s]] [PID]\n\n"
-		"Without PID: one line for each process with libepollfix loaded that you may read,\n"
+		"Without PID: one line for each process with libepollfix loaded that you may read\n"
+		"(and for each whose LD_PRELOAD names it but that has it not loaded, NOT LOADED),\n"
 		"and the report line of each Go supervisor (epollfix-gosup, doc/go.md).\n"
 		"With PID: the report the process would print at exit (EPOLLFIX_STATS), now.\n"
 		"Rates are per second since the process started, or with --watch since the previous\n"
@@ -65,7 +66,9 @@ static size_t collect(long pid, struct look **out)
 			ls = more, cap = want;
 		}
 		const char *why;
-		if (ef_look_at(p, &ls[n]))
+		/* A process whose LD_PRELOAD names the library it has not loaded
+		 * too: its metrics say so (epollfix_library_loaded 0). */
+		if (ef_look_at(p, &ls[n]) || ef_look_unloaded(&ls[n]))
 			n++;
 		else if (pid && ef_look_failure(&why) >= 0)
 			fprintf(stderr, "epollfix: status: %s\n", why);
@@ -110,7 +113,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
-	int shown = 0, refused = 0;
+	int shown = 0, unloaded = 0, refused = 0;
 	long self = (long)getpid();
 	struct look l;
 
@@ -125,7 +128,18 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 		long pid = atol(de->d_name);
 		if (pid == self)
 			continue;
-		if (!ef_look_at(pid, &l)) {
+		if (!ef_look_at(pid, &l) && ef_look_unloaded(&l)) {
+			/* Its LD_PRELOAD names the library, which it has not: shown. */
+			if (json) {
+				ef_show_json(stdout, &l, NULL);
+			} else {
+				if (!shown)
+					ef_show_header(stdout);
+				ef_show_line(stdout, &l, NULL);
+			}
+			shown++, unloaded++;
+			continue;
+		} else if (l.lib_state != EF_LIB_LOADED) {
 			/* Only processes whose maps show the library and that then refused. */
 			const char *why;
 			int code = ef_look_failure(&why);
@@ -153,7 +167,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
-	else if (!json && shown)
+	else if (!json && shown > unloaded)
 		printf(nprev ? "rates: per second since the previous look (for a process new since then: since it started)\n"
 			     : "rates: per second since each process started\n");
 	if (refused)
@@ -266,6 +280,12 @@ int ef_status_main(int argc, char **argv)
 			if (!ef_look_at(pid, &l)) {
 				const char *why;
 				int code = ef_look_failure(&why);
+				/* Not loaded though LD_PRELOAD names it: where it runs, too. */
+				if (ef_look_unloaded(&l) && json)
+					ef_show_json(stdout, &l, NULL);
+				else if (ef_look_unloaded(&l))
+					ef_show_report(stdout, &l, NULL);
+				fflush(stdout);
 				fprintf(stderr, "epollfix: status: %s\n", why);
 				free(next);
 				free(prevs);

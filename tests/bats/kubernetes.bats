@@ -694,6 +694,104 @@ assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
 	refute_output --partial 'pod_uid='
 }
 
+@test "status: a pod injected but running without the library says so, per process and per pod, in text, JSON and metrics" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id
+	new_pod
+	local path=kubepods/burstable/pod$uid/$id
+	make_cgroup "$root" "$path"
+	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID=$uid"
+	# As the chart's image volume did when it mounted the files one level
+	# deeper than LD_PRELOAD says: no file there. The loader says so in one
+	# line (glibc) or not at all (musl), and runs the program without it.
+	local lib=$BATS_TEST_TMPDIR/epollfix/glibc/libepollfix.so
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="$lib" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >"$BATS_TEST_TMPDIR/missing" 2>&1 3>&- &
+	local missing=$!
+	track_pid "$missing"
+	echo "$missing" >"$root/$path/cgroup.procs"
+	# A file that is no library: there, but not loaded.
+	mkdir -p "$BATS_TEST_TMPDIR/bad"
+	echo "not an ELF file" >"$BATS_TEST_TMPDIR/bad/libepollfix.so"
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="/x/libjemalloc.so:$BATS_TEST_TMPDIR/bad/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		>"$BATS_TEST_TMPDIR/bad.out" 2>&1 3>&- &
+	local bad=$!
+	track_pid "$bad"
+	echo "$bad" >"$root/$path/cgroup.procs"
+	# The library beside a loaded one in the same pod.
+	start_in_cgroups "$BATS_TEST_TMPDIR/loaded" "$root/$path" -- \
+		env $vars LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local loaded=$started
+	kill -0 "$missing" "$bad" || fail "$(cat "$BATS_TEST_TMPDIR/missing" "$BATS_TEST_TMPDIR/bad.out")"
+
+	run --separate-stderr "$cmd" status "$missing"
+	assert_failure 5
+	assert_equal "$stderr" "epollfix: status: libepollfix is not loaded in process $missing (ef-sleep), though its LD_PRELOAD names $lib: no such file, as the process sees its file system"
+	assert_line "epollfix[$missing] library: NOT LOADED (missing): LD_PRELOAD names $lib: no such file, as the process sees its file system"
+	assert_line "epollfix[$missing] pod: namespace shop, pod web-1, container app, pod uid $uid, container id $id"
+	run --separate-stderr "$cmd" status --json "$bad"
+	assert_failure 5
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["loaded"] is False and d["library_state"] == "not_loaded", d
+assert d["library"] == sys.argv[1], d
+assert d["kubernetes"] == {"namespace": "shop", "pod": "web-1", "container": "app", "pod_uid": sys.argv[2], "container_id": sys.argv[3]}, d' \
+		"$BATS_TEST_TMPDIR/bad/libepollfix.so" "$uid" "$id" <<<"$output"
+
+	# The table of every process: both, beside the one that has it.
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^ *$missing ef-sleep +- +- +- +- +- +- +- +-  NOT LOADED: missing  pod shop/web-1/app$"
+	assert_line --regexp "^ *$bad ef-sleep .*  NOT LOADED: not_loaded  pod shop/web-1/app$"
+	assert_line --regexp "^ *$loaded ef-sleep .*  works  pod shop/web-1/app$"
+	run "$cmd" status --json
+	assert_success
+	python3 -c '
+import json, sys
+objs = {d["pid"]: d for d in map(json.loads, sys.stdin.read().splitlines())}
+m, b, l = (objs[int(p)] for p in sys.argv[1:4])
+assert (m["library_state"], b["library_state"], l["library_state"]) == ("missing", "not_loaded", "loaded"), objs
+assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missing" "$bad" "$loaded" <<<"$output"
+
+	# The agent's metrics: every process of the pod, loaded or not.
+	run "$cmd" status --metrics
+	assert_success
+	local labels="namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\""
+	assert_line "epollfix_library_loaded{pid=\"$missing\",program=\"ef-sleep\",ns_pid=\"$missing\",cgroup=\"/$path\",$labels,state=\"missing\"} 0"
+	assert_line "epollfix_library_loaded{pid=\"$bad\",program=\"ef-sleep\",ns_pid=\"$bad\",cgroup=\"/$path\",$labels,state=\"not_loaded\"} 0"
+	assert_line "epollfix_library_loaded{pid=\"$loaded\",program=\"ef-sleep\",ns_pid=\"$loaded\",cgroup=\"/$path\",$labels,state=\"loaded\"} 1"
+	# No other family counts what a process without the library did.
+	run grep -c "pid=\"$missing\"" <<<"$output"
+	assert_output 1
+	if command -v promtool >/dev/null; then
+		"$cmd" status --metrics | promtool check metrics || fail "promtool"
+	fi
+	run "$cmd" status --metrics "$missing"
+	assert_success
+	assert_output --partial "state=\"missing\"} 0"
+
+	# A static program in the pod: no loader ran at all.
+	printf '#include <unistd.h>\nint main(void) { sleep(120); return 0; }\n' >"$BATS_TEST_TMPDIR/s.c"
+	cc -static -o "$BATS_TEST_TMPDIR/static-sleep" "$BATS_TEST_TMPDIR/s.c" 2>/dev/null ||
+		skip "this toolchain cannot link statically (libc6-dev's libc.a)"
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="$EPOLLFIX_LIB" "$BATS_TEST_TMPDIR/static-sleep" 3>&- &
+	local static=$!
+	track_pid "$static"
+	echo "$static" >"$root/$path/cgroup.procs"
+	for i in $(seq 50); do
+		grep -q '^LD_PRELOAD=' <(tr '\0' '\n' <"/proc/$static/environ") && break
+		sleep 0.1
+	done
+	run "$cmd" status --metrics "$static"
+	assert_success
+	assert_output --partial "program=\"static-sleep\",ns_pid=\"$static\",cgroup=\"/$path\",$labels,state=\"static\"} 0"
+}
+
 @test "status: the agent's two capabilities are the ones it needs: SYS_PTRACE to read another user's process, DAC_READ_SEARCH for its environment" {
 	[ "$(id -u)" = 0 ] || skip "dropping capabilities from root needs root"
 	command -v setpriv >/dev/null || skip "no setpriv"
