@@ -94,12 +94,33 @@ static int proc_stat(long pid, unsigned long long *start, char *comm, size_t siz
 	return 0;
 }
 
+/* /proc/PID/NAME read to its end, or to size - 1 bytes: the bytes read, or -1. */
+static ssize_t read_whole(long pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	ssize_t r = fd >= 0 ? 1 : -1;
+	while (r > 0 && n + 1 < size) {
+		r = read(fd, buf + n, size - 1 - n);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	buf[n] = '\0';
+	return r < 0 && !n ? -1 : (ssize_t)n;
+}
+
 /* Which container the process is in, as its own people know it: its pid in
  * its pid namespace (the last field of NSpid:, wherever in the file it lies)
- * and its cgroup. Read with a bound, like everything of another process. */
+ * and its cgroup, with the pod that names (pod.h). Read with a bound, like
+ * everything of another process: a line of /proc/PID/cgroup holds a path of
+ * up to PATH_MAX bytes, one line for each hierarchy. */
 static void proc_container(long pid, struct look *l)
 {
-	char buf[8192], nspid[512];
+	static char buf[32 * (PATH_MAX + 64)];
+	char nspid[512];
 	struct ef_proc_field f;
 	ef_proc_field_init(&f, "NSpid", nspid, sizeof(nspid));
 	ef_proc_fields_via(syscall, pid, "status", &f, 1);
@@ -111,12 +132,28 @@ static void proc_container(long pid, struct look *l)
 		if (*last)
 			l->ns_pid = atol(last);
 	}
-	ef_proc_read(pid, "cgroup", buf, sizeof(buf));
-	/* "0::/path" (cgroup v2), or v1's "N:controllers:/path": the path. */
-	char *colon = strchr(buf, ':');
-	colon = colon ? strchr(colon + 1, ':') : NULL;
-	if (colon)
-		snprintf(l->cgroup, sizeof(l->cgroup), "%.*s", (int)strcspn(colon + 1, "\n"), colon + 1);
+	ssize_t n = read_whole(pid, "cgroup", buf, sizeof(buf));
+	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, &l->pod, l->cgroup, sizeof(l->cgroup));
+}
+
+const char *ef_look_lib_word(const struct look *l)
+{
+	static const char *const words[] = { "unknown", "loaded", "missing", "static", "not_loaded" };
+	return words[l->lib_state <= EF_LIB_NOT_LOADED ? l->lib_state : 0];
+}
+
+const char *ef_look_lib_why(const struct look *l)
+{
+	switch (l->lib_state) {
+	case EF_LIB_MISSING:
+		return "no such file, as the process sees its file system";
+	case EF_LIB_STATIC:
+		return "the program is statically linked, so no loader reads LD_PRELOAD";
+	case EF_LIB_NOT_LOADED:
+		return "the loader did not load it (a build for another libc, or secure execution)";
+	default:
+		return "";
+	}
 }
 
 const char *ef_look_pwait2_word(const struct look *l)
@@ -362,6 +399,51 @@ static int read_config(long pid, struct look *l)
 	return FAIL(EF_ST_GONE, "process %ld: its configuration kept changing under the read", pid);
 }
 
+/* Whether the program pid runs has no PT_INTERP: no loader runs in it. */
+static int runs_static(long pid)
+{
+	char path[64];
+	struct ef_file e;
+	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+	int fd = open_regular(path);
+	int is_static = fd >= 0 && ef_file_open(fd, &e) == 0 && ef_file_interp(&e) == 0;
+	if (fd >= 0)
+		close(fd);
+	return is_static;
+}
+
+/* A process without the library mapped: when its LD_PRELOAD names one, the
+ * look holds who it is and why the library is not there (look.h). Its
+ * environment is the process's own: read with a bound (pod.h), like
+ * everything else of it. */
+static void unloaded(long pid, struct look *l)
+{
+	struct ef_pod_env env;
+	struct stat st;
+	char path[PATH_MAX + 64];
+	unsigned long long start2;
+
+	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
+		return;
+	proc_container(pid, l);
+	ef_pod_take_names(&l->pod, &env);
+	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
+	/* The file as the process would find it: through its root (a name
+	 * without a slash is searched for by the loader: not judged). */
+	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
+	l->lib_state = runs_static(pid) ? EF_LIB_STATIC
+		       : l->lib[0] == '/' && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)
+			       ? EF_LIB_MISSING
+			       : EF_LIB_NOT_LOADED;
+	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks) {
+		l->lib_state = EF_LIB_UNKNOWN;
+		FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+		return;
+	}
+	FAIL(EF_ST_NOLIB, "libepollfix is not loaded in process %ld (%s), though its LD_PRELOAD names %s: %s",
+	     pid, l->comm, l->lib, ef_look_lib_why(l));
+}
+
 int ef_look_at(long pid, struct look *l)
 {
 	struct mapping m;
@@ -375,9 +457,12 @@ int ef_look_at(long pid, struct look *l)
 	if (proc_stat(pid, &l->start_ticks, l->comm, sizeof(l->comm)) != 0)
 		return FAIL(EF_ST_GONE, "no process %ld", pid);
 	l->age_s = ef_look_now() - (double)l->start_ticks / (double)sysconf(_SC_CLK_TCK);
-	proc_container(pid, l);
-	if (!find_library(pid, l, ~0ul, &m))
+	if (!find_library(pid, l, ~0ul, &m)) {
+		if (fail_code == EF_ST_NOLIB && !l->lib[0])
+			unloaded(pid, l);
 		return 0;
+	}
+	proc_container(pid, l);
 	int fd = open_library(pid, l, &m);
 	if (fd < 0)
 		return 0;
@@ -445,11 +530,14 @@ int ef_look_at(long pid, struct look *l)
 		return 0;
 	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
-	/* Only for a process with the library: its environment is read whole. */
-	ef_pod_of(pid, l->cgroup, &l->pod);
+	/* The pod's names, when its environment agrees with its cgroup. */
+	struct ef_pod_env env;
+	ef_pod_env_of(pid, &env);
+	ef_pod_take_names(&l->pod, &env);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
+	l->lib_state = EF_LIB_LOADED;
 	return 1;
 }
 

@@ -15,15 +15,29 @@
 #include "pod.h"
 #include "totals.h"
 
+/* Whether the library is in the process. A look at a process that has none
+ * mapped though its LD_PRELOAD names one (a pod the policy injected, a
+ * service's drop-in) says why: such a look holds the process's identity
+ * (pid, comm, ns_pid, cgroup, pod) and in lib the path LD_PRELOAD names,
+ * nothing else. */
+enum ef_lib_state {
+	EF_LIB_UNKNOWN = 0, /* the look failed: nothing to show */
+	EF_LIB_LOADED,
+	EF_LIB_MISSING,    /* no file at that path, as the process sees its file system */
+	EF_LIB_STATIC,     /* a statically linked program: no loader read LD_PRELOAD */
+	EF_LIB_NOT_LOADED, /* the loader did not load it (another libc's build, secure execution) */
+};
+
 struct look {
 	long pid;
+	enum ef_lib_state lib_state;
 	unsigned long long start_ticks;
 	double age_s; /* since the process started */
 	char comm[64];
 	long ns_pid;      /* its pid in its own pid namespace (NSpid's last); 0: unknown */
-	char cgroup[256]; /* its cgroup (/proc/PID/cgroup's first line), "" unknown */
+	char cgroup[PATH_MAX]; /* its cgroup: the path that names its pod, else v2's, else the first (pod.h); "" unknown */
 	struct ef_pod pod; /* its Kubernetes pod, when it runs in one (pod.h) */
-	char lib[PATH_MAX];
+	char lib[PATH_MAX]; /* as mapped; for a look not loaded, as LD_PRELOAD names it */
 	struct ef_live block;
 	char build_id[65]; /* the block's, in hex */
 	struct ef_totals t;
@@ -45,8 +59,20 @@ enum {
 };
 
 /* One look at pid (look.c): 1 and *l filled, or 0; then ef_look_failure gives
- * the exit status and the one line that says why, escaped. */
+ * the exit status and the one line that says why, escaped, and a process
+ * whose LD_PRELOAD names the library that is not loaded is still shown: its
+ * lib_state says why (ef_look_unloaded). */
 int ef_look_at(long pid, struct look *l);
+
+static inline int ef_look_unloaded(const struct look *l)
+{
+	return l->lib_state > EF_LIB_LOADED;
+}
+
+/* The state as a word for JSON and metrics ("loaded", "missing", "static",
+ * "not_loaded"), and as the end of a sentence for text. */
+const char *ef_look_lib_word(const struct look *l);
+const char *ef_look_lib_why(const struct look *l);
 int ef_look_failure(const char **why);
 
 /* Seconds since boot, the clock of /proc/PID/stat's start time. */

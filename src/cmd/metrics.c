@@ -4,10 +4,13 @@
  * cgroup; in Kubernetes namespace, pod and container, or pod_uid and
  * container_id), so a dashboard can tell services apart. Counters are
  * the process's own totals (a server derives rates); the lateness of timed
- * waits is a histogram of the library's own power-of-two buckets. */
+ * waits is a histogram of the library's own power-of-two buckets. A process
+ * whose LD_PRELOAD names the library but that has none loaded has one
+ * sample, epollfix_library_loaded 0, and no other. */
 #include "look.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -17,7 +20,7 @@
  * characters, valid UTF-8), then the exposition format's own escapes. */
 static void label(FILE *out, const char *name, const char *value)
 {
-	char esc[1024];
+	char esc[4 * PATH_MAX + 1]; /* a cgroup path, every byte escaped */
 	struct ef_buf b = EF_BUF(esc);
 	ef_esc(&b, value, 0);
 	fprintf(out, "%s=\"", name);
@@ -68,6 +71,8 @@ static void family(FILE *out, const char *name, const char *type, const char *he
 	do {                                                                             \
 		family(out, name, "counter", help);                                     \
 		for (size_t i_ = 0; i_ < (n); i_++) {                                   \
+			if (ef_look_unloaded(&(looks)[i_]))                             \
+				continue;                                               \
 			sample(out, name, &(looks)[i_], NULL);                          \
 			fprintf(out, "%" PRIu64 "\n", (looks)[i_].t.field);             \
 		}                                                                       \
@@ -84,10 +89,22 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 			{ EF_T_ONE_MS, "timeout=\"one_ms\"" }, { EF_T_UP_TO_MAX, "timeout=\"up_to_max\"" },
 			{ EF_T_LONGER, "timeout=\"longer\"" } };
 
+	/* Every process whose LD_PRELOAD names the library, loaded or not: a
+	 * pod injected but running without it is 0 here, never just absent. */
+	family(out, "epollfix_library_loaded", "gauge",
+	       "1 when libepollfix is loaded in the process; 0 when its LD_PRELOAD names it and it is not (state: missing, static, not_loaded).");
+	for (size_t i = 0; i < n; i++) {
+		char extra[32];
+		snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_lib_word(&looks[i]));
+		sample(out, "epollfix_library_loaded", &looks[i], extra);
+		fprintf(out, "%d\n", !ef_look_unloaded(&looks[i]));
+	}
 	family(out, "epollfix_info", "gauge",
 	       "The library in the process: its version and build (always 1).");
 	for (size_t i = 0; i < n; i++) {
 		char extra[160];
+		if (ef_look_unloaded(&looks[i]))
+			continue;
 		char version[sizeof(looks[i].block.version) * 4];
 		struct ef_buf vb = EF_BUF(version);
 		ef_esc(&vb, looks[i].block.version, 0);
@@ -101,6 +118,8 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 	family(out, "epollfix_acting", "gauge",
 	       "1 when the library acts in the process, 0 when EPOLLFIX_ONLY, _SKIP or _DISABLE leave it alone.");
 	for (size_t i = 0; i < n; i++) {
+		if (ef_look_unloaded(&looks[i]))
+			continue;
 		sample(out, "epollfix_acting", &looks[i], NULL);
 		fprintf(out, "%d\n", looks[i].selected && !looks[i].c.disable);
 	}
@@ -108,20 +127,22 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 	       "1 when epoll_pwait2 works in the process; state says why not.");
 	for (size_t i = 0; i < n; i++) {
 		char extra[32];
+		if (ef_look_unloaded(&looks[i]))
+			continue;
 		snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_pwait2_word(&looks[i]));
 		sample(out, "epollfix_epoll_pwait2_usable", &looks[i], extra);
 		fprintf(out, "%d\n", looks[i].pw2_state == EF_PW2_OK);
 	}
 	family(out, "epollfix_calls_total", "counter", "epoll waits the program made, by function.");
 	for (size_t i = 0; i < n; i++)
-		for (unsigned c = 0; c < EF_CALL_COUNT; c++) {
+		for (unsigned c = 0; c < EF_CALL_COUNT && !ef_look_unloaded(&looks[i]); c++) {
 			sample(out, "epollfix_calls_total", &looks[i], fn[c]);
 			fprintf(out, "%" PRIu64 "\n", looks[i].t.calls[c]);
 		}
 	family(out, "epollfix_timeouts_total", "counter",
 	       "epoll waits by the timeout the program asked for.");
 	for (size_t i = 0; i < n; i++)
-		for (unsigned k = 0; k < sizeof(classes) / sizeof(classes[0]); k++) {
+		for (unsigned k = 0; k < sizeof(classes) / sizeof(classes[0]) && !ef_look_unloaded(&looks[i]); k++) {
 			sample(out, "epollfix_timeouts_total", &looks[i], classes[k].label);
 			fprintf(out, "%" PRIu64 "\n", looks[i].t.by_class[classes[k].tc]);
 		}
@@ -153,6 +174,8 @@ void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct ef_totals *t = &looks[i].t;
 		uint64_t cum = 0;
+		if (ef_look_unloaded(&looks[i]))
+			continue;
 		for (unsigned b = 0; b < EF_LATE_BUCKETS; b++) {
 			char extra[48];
 			cum += t->late[b];

@@ -5,11 +5,11 @@
  * them ("cri-containerd-<id>.scope", "crio-<id>.scope", the cgroupfs driver's
  * bare "<id>"; CRI-O's "crio-conmon-<id>.scope" holds its monitor, not the
  * container). */
+#define _GNU_SOURCE
 #include "pod.h"
 
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "proc.h"
@@ -125,6 +125,47 @@ int ef_pod_from_cgroup(const char *path, struct ef_pod *p)
 	return found;
 }
 
+/* The line of /proc/PID/cgroup that names the pod: cgroup v2's ("0::PATH")
+ * first, else a v1 controller's ("N:CONTROLLERS:PATH"; kubelet puts a pod in
+ * the same path under every controller): on a hybrid host a process may be
+ * in its pod's cgroup in one hierarchy and at "/" in the others. Lines are
+ * taken whole only: one cut by the read's bound is not read. */
+int ef_pod_from_cgroups(const char *file, size_t len, struct ef_pod *p, char *path, size_t size)
+{
+	/* 4: v2 with a pod; 3: v1 with a pod; 2: v2; 1: the first line. */
+	const char *best = NULL;
+	size_t best_n = 0;
+	int best_rank = 0;
+	struct ef_pod q;
+
+	p->uid[0] = p->container_id[0] = '\0';
+	for (size_t at = 0; at < len;) {
+		const char *line = file + at, *nl = memchr(line, '\n', len - at);
+		if (!nl)
+			break;
+		at = (size_t)(nl - file) + 1;
+		const char *c1 = memchr(line, ':', (size_t)(nl - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+		if (!c2 || (size_t)(nl - c2 - 1) >= size)
+			continue;
+		int v2 = c1 - line == 1 && line[0] == '0' && c2 == c1 + 1;
+		/* The path parser stops at the line's end. */
+		int pod = ef_pod_from_cgroup(c2 + 1, &q);
+		int rank = pod ? 3 + v2 : v2 ? 2 : !best;
+		if (rank > best_rank) {
+			best = c2 + 1, best_n = (size_t)(nl - c2 - 1), best_rank = rank;
+			if (pod)
+				memcpy(p->uid, q.uid, sizeof(q.uid)),
+					memcpy(p->container_id, q.container_id, sizeof(q.container_id));
+		}
+	}
+	if (size) {
+		memcpy(path, best ? best : "", best_n);
+		path[best_n] = '\0';
+	}
+	return best_rank >= 3;
+}
+
 /* A DNS name's characters, lowercase: what namespace, pod and container names
  * are made of (RFC 1123), and at most size - 1 of them. */
 static int take_name(const char *v, size_t n, char *out, size_t size)
@@ -140,18 +181,53 @@ static int take_name(const char *v, size_t n, char *out, size_t size)
 	return 1;
 }
 
-int ef_pod_from_environ(const char *env, size_t len, struct ef_pod *p)
+/* The pod uid the downward API gives: exactly a uid. */
+static int take_env_uid(const char *v, size_t n, char *out, size_t size)
+{
+	return size >= 37 && n == 36 && take_uid(v, n, out);
+}
+
+/* The first entry of LD_PRELOAD (split as the loaders split it, on blanks and
+ * colons) whose file is a libepollfix*.so. */
+static int take_preload(const char *v, size_t n, char *out, size_t size)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+		while (i + k < n && !strchr(" \t\n:", v[i + k]))
+			k++;
+		const char *e = v + i, *base = e;
+		for (size_t j = 0; j < k; j++)
+			if (e[j] == '/')
+				base = e + j + 1;
+		size_t rest = (size_t)(e + k - base);
+		if (k && k < size && rest >= 11 && memcmp(base, "libepollfix", 11) == 0 &&
+		    memmem(base + 11, rest - 11, ".so", 3)) {
+			memcpy(out, e, k);
+			out[k] = '\0';
+			return 1;
+		}
+		i += k + 1;
+	}
+	return 0;
+}
+
+int ef_pod_env_parse(const char *env, size_t len, struct ef_pod_env *e)
 {
 	static const struct {
 		const char *name;
 		size_t off, size;
+		int (*take)(const char *, size_t, char *, size_t);
 	} vars[] = {
-		{ EF_POD_ENV_NAMESPACE "=", offsetof(struct ef_pod, ns), sizeof(p->ns) },
-		{ EF_POD_ENV_NAME "=", offsetof(struct ef_pod, name), sizeof(p->name) },
-		{ EF_POD_ENV_CONTAINER "=", offsetof(struct ef_pod, container), sizeof(p->container) },
+		{ EF_POD_ENV_NAMESPACE "=", offsetof(struct ef_pod_env, ns), sizeof(e->ns), take_name },
+		{ EF_POD_ENV_NAME "=", offsetof(struct ef_pod_env, name), sizeof(e->name), take_name },
+		{ EF_POD_ENV_CONTAINER "=", offsetof(struct ef_pod_env, container),
+		  sizeof(e->container), take_name },
+		{ EF_POD_ENV_UID "=", offsetof(struct ef_pod_env, uid), sizeof(e->uid), take_env_uid },
+		{ "LD_PRELOAD=", offsetof(struct ef_pod_env, preload), sizeof(e->preload),
+		  take_preload },
 	};
 	int found = 0;
-	p->ns[0] = p->name[0] = p->container[0] = '\0';
+	e->ns[0] = e->name[0] = e->container[0] = e->uid[0] = e->preload[0] = '\0';
 	for (size_t at = 0; at < len;) {
 		const char *s = env + at;
 		const char *end = memchr(s, '\0', len - at);
@@ -159,25 +235,35 @@ int ef_pod_from_environ(const char *env, size_t len, struct ef_pod *p)
 		/* A string cut by the bound (no NUL) may be a cut value: not taken. */
 		for (size_t i = 0; end && i < sizeof(vars) / sizeof(vars[0]); i++) {
 			size_t k = strlen(vars[i].name);
-			char *out = (char *)p + vars[i].off;
+			char *out = (char *)e + vars[i].off;
 			if (n >= k && memcmp(s, vars[i].name, k) == 0 && !*out)
-				found += take_name(s + k, n - k, out, vars[i].size);
+				found += vars[i].take(s + k, n - k, out, vars[i].size);
 		}
 		at += n + 1;
 	}
 	return found;
 }
 
-void ef_pod_of(long pid, const char *cgroup, struct ef_pod *p)
+int ef_pod_take_names(struct ef_pod *p, const struct ef_pod_env *e)
 {
-	ef_pod_from_cgroup(cgroup, p);
-	char *env = malloc(EF_POD_ENVIRON_MAX);
-	ssize_t n = env ? ef_proc_read(pid, "environ", env, EF_POD_ENVIRON_MAX) : -1;
+	p->ns[0] = p->name[0] = p->container[0] = '\0';
+	/* Only a pod the cgroup names, and only the environment of that pod. */
+	if (!p->uid[0] || strcmp(e->uid, p->uid) != 0)
+		return 0;
+	memcpy(p->ns, e->ns, sizeof(p->ns));
+	memcpy(p->name, e->name, sizeof(p->name));
+	memcpy(p->container, e->container, sizeof(p->container));
+	return !!p->ns[0] + !!p->name[0] + !!p->container[0];
+}
+
+int ef_pod_env_of(long pid, struct ef_pod_env *e)
+{
+	static char env[EF_POD_ENVIRON_MAX];
+	ssize_t n = ef_proc_read(pid, "environ", env, sizeof(env));
 	if (n > 0)
-		ef_pod_from_environ(env, (size_t)n, p);
-	else
-		p->ns[0] = p->name[0] = p->container[0] = '\0';
-	free(env);
+		return ef_pod_env_parse(env, (size_t)n, e), 0;
+	ef_pod_env_parse("", 0, e);
+	return -1;
 }
 
 void ef_pod_short(const struct ef_pod *p, char *out, size_t size)

@@ -60,6 +60,23 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+/* ,"kubernetes":{...}: null outside a pod, and "" for what is not known (pod.h). */
+static void json_pod(FILE *out, const struct ef_pod *pod)
+{
+	if (pod->ns[0] || pod->name[0] || pod->uid[0]) {
+		const char *const kube[][2] = { { "namespace", pod->ns }, { "pod", pod->name },
+						{ "container", pod->container }, { "pod_uid", pod->uid },
+						{ "container_id", pod->container_id } };
+		for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++) {
+			fprintf(out, "%s\"%s\":", i ? "," : ",\"kubernetes\":{", kube[i][0]);
+			json_str(out, kube[i][1]);
+		}
+		fputc('}', out);
+	} else {
+		fputs(",\"kubernetes\":null", out);
+	}
+}
+
 struct ef_show_prev ef_show_remember(const struct look *l, double now)
 {
 	return (struct ef_show_prev){ l->pid, l->start_ticks, l->t.upgraded, l->t.clamped,
@@ -101,6 +118,16 @@ void ef_show_json(FILE *out, const struct look *l, const struct ef_show_rates *r
 	json_str(out, l->comm);
 	fputs(",\"library\":", out);
 	json_str(out, l->lib);
+	fprintf(out, ",\"loaded\":%s,\"library_state\":\"%s\"",
+		ef_look_unloaded(l) ? "false" : "true", ef_look_lib_word(l));
+	if (ef_look_unloaded(l)) {
+		/* Who it is, and nothing of a library it has not. */
+		fprintf(out, ",\"ns_pid\":%ld,\"cgroup\":", l->ns_pid);
+		json_str(out, l->cgroup);
+		json_pod(out, &l->pod);
+		fputs("}\n", out);
+		return;
+	}
 	fputs(",\"version\":", out);
 	json_str(out, l->block.version);
 	fprintf(out, ",\"build_id\":\"%s\",\"layout\":%u,\"acting\":%s,\"epoll_pwait2\":{\"state\":\"%s\","
@@ -137,20 +164,7 @@ void ef_show_json(FILE *out, const struct look *l, const struct ef_show_rates *r
 		late_bound_json(ef_late_quantile_us(t, 990)),
 		(unsigned long long)(late_n ? t->late_ns / late_n / 1000 : 0), l->ns_pid);
 	json_str(out, l->cgroup);
-	/* Its pod: null outside one, and "" for what is not known (pod.h). */
-	const struct ef_pod *pod = &l->pod;
-	if (pod->ns[0] || pod->name[0] || pod->uid[0]) {
-		const char *const kube[][2] = { { "namespace", pod->ns }, { "pod", pod->name },
-						{ "container", pod->container }, { "pod_uid", pod->uid },
-						{ "container_id", pod->container_id } };
-		for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++) {
-			fprintf(out, "%s\"%s\":", i ? "," : ",\"kubernetes\":{", kube[i][0]);
-			json_str(out, kube[i][1]);
-		}
-		fputc('}', out);
-	} else {
-		fputs(",\"kubernetes\":null", out);
-	}
+	json_pod(out, &l->pod);
 	fprintf(out,
 		",\"rates\":{\"since\":\"%s\",\"seconds\":%.3f,\"upgraded\":%.1f,\"clamped\":%.1f,"
 		"\"passed\":%.1f}",
@@ -217,7 +231,19 @@ void ef_show_line(FILE *out, const struct look *l, const struct ef_show_rates *r
 	struct ef_buf nb = EF_BUF(name), vb = EF_BUF(version);
 	/* What the process says of itself, escaped and cut to its column. */
 	ef_esc(&nb, l->comm, 15);
-	ef_esc(&vb, l->block.version, 8);
+	ef_esc(&vb, ef_look_unloaded(l) ? "-" : l->block.version, 8);
+	/* A process in a pod says which, last: "pod namespace/name/container". */
+	char pod[512] = "";
+	if (l->pod.ns[0] || l->pod.uid[0]) {
+		memcpy(pod, "  pod ", 6);
+		ef_pod_short(&l->pod, pod + 6, sizeof(pod) - 6);
+	}
+	/* Its LD_PRELOAD names the library, which it has not: nothing counted. */
+	if (ef_look_unloaded(l)) {
+		fprintf(out, "%7ld %s %s %10s %8s %10s %8s %10s %8s %13s  NOT LOADED: %s%s\n", l->pid,
+			name, version, "-", "-", "-", "-", "-", "-", "-", ef_look_lib_word(l), pod);
+		return;
+	}
 	pwait2_short(l, pw, sizeof(pw));
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
@@ -231,12 +257,6 @@ void ef_show_line(FILE *out, const struct look *l, const struct ef_show_rates *r
 		snprintf(late, sizeof(late), "%llu/more", (unsigned long long)p50);
 	else
 		snprintf(late, sizeof(late), "%llu/%lluus", (unsigned long long)p50, (unsigned long long)p99);
-	/* A process in a pod says which, last: "pod namespace/name/container". */
-	char pod[512] = "";
-	if (l->pod.ns[0] || l->pod.uid[0]) {
-		memcpy(pod, "  pod ", 6);
-		ef_pod_short(&l->pod, pod + 6, sizeof(pod) - 6);
-	}
 	fprintf(out, "%7ld %s %s %10llu %8s %10llu %8s %10llu %8s %13s  %s%s\n", l->pid, name,
 		version, (unsigned long long)l->t.upgraded, ru,
 		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, late, pw, pod);
@@ -249,27 +269,11 @@ static void site_where(const void *ra, const void *ctx, struct ef_buf *w)
 	ef_look_site_where(l->pid, (uint64_t)(uintptr_t)ra, l->comm, w);
 }
 
-/* The exit report's text, from the shared formatter, and what only a live
- * look has: the library and the rates. */
-void ef_show_report(FILE *out, const struct look *l, const struct ef_show_rates *r)
+/* The container and the pod of the process, a line each when known. */
+static void show_where(FILE *out, const struct look *l)
 {
-	char text[8192], ru[32], rc[32], rp[32], comm[128];
-	char lib[PATH_MAX * 4 + 1], version[64];
-	struct ef_buf b = EF_BUF(text), cb = EF_BUF(comm);
-	struct ef_buf lb = EF_BUF(lib), vb = EF_BUF(version);
-
-	ef_esc(&cb, l->comm, 0);
-	ef_esc(&lb, l->lib, 0);
-	ef_esc(&vb, l->block.version, 0);
-	struct ef_report_in in = { .t = &l->t, .c = &l->c, .pid = l->pid, .comm = comm,
-				   .pw2 = (enum ef_pwait2_state)l->pw2_state, .pw2_why = l->pw2_why,
-				   .runtimes = l->runtimes, .sites = l->sites,
-				   .where = site_where, .ctx = l };
-	ef_report_format(&in, &b);
-	fputs(text, out);
-	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, l->build_id);
 	if (l->ns_pid || l->cgroup[0]) {
-		char cg[sizeof(l->cgroup) * 4];
+		static char cg[sizeof(l->cgroup) * 4];
 		struct ef_buf cgb = EF_BUF(cg);
 		ef_esc(&cgb, l->cgroup[0] ? l->cgroup : "?", 0);
 		fprintf(out, "epollfix[%ld] container: pid %ld in its namespace, cgroup %s\n", l->pid,
@@ -283,6 +287,35 @@ void ef_show_report(FILE *out, const struct look *l, const struct ef_show_rates 
 			p->container[0] ? p->container : "?", p->uid[0] ? p->uid : "?",
 			p->container_id[0] ? p->container_id : "?");
 	}
+}
+
+/* The exit report's text, from the shared formatter, and what only a live
+ * look has: the library and the rates; for a process whose LD_PRELOAD names
+ * the library it has not loaded, why, and where it runs. */
+void ef_show_report(FILE *out, const struct look *l, const struct ef_show_rates *r)
+{
+	char text[8192], ru[32], rc[32], rp[32], comm[128];
+	char lib[PATH_MAX * 4 + 1], version[64];
+	struct ef_buf b = EF_BUF(text), cb = EF_BUF(comm);
+	struct ef_buf lb = EF_BUF(lib), vb = EF_BUF(version);
+
+	ef_esc(&cb, l->comm, 0);
+	ef_esc(&lb, l->lib, 0);
+	ef_esc(&vb, l->block.version, 0);
+	if (ef_look_unloaded(l)) {
+		fprintf(out, "epollfix[%ld] library: NOT LOADED (%s): LD_PRELOAD names %s: %s\n", l->pid,
+			ef_look_lib_word(l), lib, ef_look_lib_why(l));
+		show_where(out, l);
+		return;
+	}
+	struct ef_report_in in = { .t = &l->t, .c = &l->c, .pid = l->pid, .comm = comm,
+				   .pw2 = (enum ef_pwait2_state)l->pw2_state, .pw2_why = l->pw2_why,
+				   .runtimes = l->runtimes, .sites = l->sites,
+				   .where = site_where, .ctx = l };
+	ef_report_format(&in, &b);
+	fputs(text, out);
+	fprintf(out, "epollfix[%ld] library: %s %s (build %s)\n", l->pid, version, lib, l->build_id);
+	show_where(out, l);
 	rate_text(r->upgraded, ru, sizeof(ru));
 	rate_text(r->clamped, rc, sizeof(rc));
 	rate_text(r->passed, rp, sizeof(rp));

@@ -35,6 +35,10 @@ struct ef_show_prev ef_show_remember(const struct look *l, double now);
 struct ef_show_rates ef_show_rates_of(const struct look *l, const struct ef_show_prev *p,
 				       double now);
 
+/* A look at a process that has not loaded the library its LD_PRELOAD names
+ * (ef_look_unloaded) is shown too, as such, by each of the three below: who it
+ * is, where it runs and why the library is not there; r may then be NULL. */
+
 /* One JSON object and a newline: the fields of `epollfix status --json`. */
 void ef_show_json(FILE *out, const struct look *l, const struct ef_show_rates *r);
 

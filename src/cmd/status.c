@@ -12,12 +12,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,12 +23,14 @@
 #include "parse.h"
 #include "proc.h"
 #include "show.h"
+#include "textfile.h"
 
 static int usage(FILE *out)
 {
 	fprintf(out,
 		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--watch[=1s]] [PID]\n\n"
-		"Without PID: one line for each process with libepollfix loaded that you may read,\n"
+		"Without PID: one line for each process with libepollfix loaded that you may read\n"
+		"(and for each whose LD_PRELOAD names it but that has it not loaded, NOT LOADED),\n"
 		"and the report line of each Go supervisor (epollfix-gosup, doc/go.md).\n"
 		"With PID: the report the process would print at exit (EPOLLFIX_STATS), now.\n"
 		"Rates are per second since the process started, or with --watch since the previous\n"
@@ -67,7 +66,9 @@ static size_t collect(long pid, struct look **out)
 			ls = more, cap = want;
 		}
 		const char *why;
-		if (ef_look_at(p, &ls[n]))
+		/* A process whose LD_PRELOAD names the library it has not loaded
+		 * too: its metrics say so (epollfix_library_loaded 0). */
+		if (ef_look_at(p, &ls[n]) || ef_look_unloaded(&ls[n]))
 			n++;
 		else if (pid && ef_look_failure(&why) >= 0)
 			fprintf(stderr, "epollfix: status: %s\n", why);
@@ -78,100 +79,18 @@ static size_t collect(long pid, struct look **out)
 	return n;
 }
 
-/* A new file in dirfd that nobody else made: O_EXCL never follows a link nor
- * reuses a name that exists, so what DIR's owner plants at a name it can
- * predict (a link to a file of ours) makes this take another name, never
- * write through it. 0644 whatever the umask: node_exporter reads it. */
-static int create_tmp(int dirfd, char *name, size_t size)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	unsigned long r = (unsigned long)ts.tv_nsec ^ ((unsigned long)getpid() << 16);
-	for (int tries = 0; tries < 64; tries++) {
-		r = r * 6364136223846793005ul + 1442695040888963407ul;
-		snprintf(name, size, ".epollfix.prom.%ld.%06lx", (long)getpid(), (r >> 40) & 0xffffff);
-		int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0 && fchmod(fd, 0644) != 0) {
-			int err = errno;
-			close(fd);
-			unlinkat(dirfd, name, 0);
-			errno = err;
-			return -1;
-		}
-		if (fd >= 0 || errno != EEXIST)
-			return fd;
-	}
-	return -1;
-}
+/* What --metrics writes: the looks' families, then the Go supervisors'. */
+struct metrics_in {
+	const struct look *ls;
+	size_t n;
+	long pid;
+};
 
-/* Writes the metrics into a new file in dirfd, renamed over final. */
-static int write_tmp_then_rename(const char *dir, int dirfd, const char *final,
-				 const struct look *ls, size_t n, long pid)
+static void write_metrics(FILE *out, void *arg)
 {
-	char tmp[64];
-	int fd = create_tmp(dirfd, tmp, sizeof(tmp));
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		fprintf(stderr, "epollfix: status: %s/.epollfix.prom.%ld: %s\n", dir, (long)getpid(),
-			strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlinkat(dirfd, tmp, 0);
-		}
-		return -1;
-	}
-	ef_metrics_write(f, ls, n);
-	ef_golook_metrics(f, pid);
-	int bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
-	/* rename replaces the name, never writes through it: a link planted
-	 * since the check above is replaced, not followed. */
-	if (fclose(f) != 0 || bad || renameat(dirfd, tmp, dirfd, final) != 0) {
-		fprintf(stderr, "epollfix: status: %s/%s: %s\n", dir, final, strerror(errno));
-		unlinkat(dirfd, tmp, 0);
-		return -1;
-	}
-	return 0;
-}
-
-/* The metrics to stdout, or to DIR/epollfix.prom through a new file in the
- * same directory renamed over it: a scrape never sees half a file. DIR may
- * belong to another user (node_exporter's): nothing there is followed or
- * written into, and a final name that is not a regular file (a link, a
- * directory, a fifo planted there) is refused. 0, or -1. */
-static int write_metrics(const char *dir, const struct look *ls, size_t n, long pid)
-{
-	if (!dir) {
-		ef_metrics_write(stdout, ls, n);
-		ef_golook_metrics(stdout, pid);
-		return 0;
-	}
-	static const char final[] = "epollfix.prom";
-	struct stat st;
-	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		fprintf(stderr, "epollfix: status: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	if (fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "epollfix: status: %s/%s is not a regular file (%s): not replaced\n",
-			dir, final,
-			S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory"
-								 : "a special file");
-		close(dirfd);
-		return -1;
-	}
-	/* A stop (systemd's SIGTERM, Ctrl-C) while the temporary file exists
-	 * waits until it is renamed or removed: none is left behind. */
-	sigset_t stops, before;
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGTERM);
-	sigaddset(&stops, SIGINT);
-	sigaddset(&stops, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stops, &before);
-	int r = write_tmp_then_rename(dir, dirfd, final, ls, n, pid);
-	sigprocmask(SIG_SETMASK, &before, NULL);
-	close(dirfd);
-	return r;
+	const struct metrics_in *in = arg;
+	ef_metrics_write(out, in->ls, in->n);
+	ef_golook_metrics(out, in->pid);
 }
 
 /* The previous round's looks, for --watch's rates. */
@@ -194,7 +113,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
-	int shown = 0, refused = 0;
+	int shown = 0, unloaded = 0, refused = 0;
 	long self = (long)getpid();
 	struct look l;
 
@@ -209,7 +128,18 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 		long pid = atol(de->d_name);
 		if (pid == self)
 			continue;
-		if (!ef_look_at(pid, &l)) {
+		if (!ef_look_at(pid, &l) && ef_look_unloaded(&l)) {
+			/* Its LD_PRELOAD names the library, which it has not: shown. */
+			if (json) {
+				ef_show_json(stdout, &l, NULL);
+			} else {
+				if (!shown)
+					ef_show_header(stdout);
+				ef_show_line(stdout, &l, NULL);
+			}
+			shown++, unloaded++;
+			continue;
+		} else if (l.lib_state != EF_LIB_LOADED) {
 			/* Only processes whose maps show the library and that then refused. */
 			const char *why;
 			int code = ef_look_failure(&why);
@@ -237,7 +167,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
-	else if (!json && shown)
+	else if (!json && shown > unloaded)
 		printf(nprev ? "rates: per second since the previous look (for a process new since then: since it started)\n"
 			     : "rates: per second since each process started\n");
 	if (refused)
@@ -300,14 +230,30 @@ int ef_status_main(int argc, char **argv)
 		fprintf(stderr, "epollfix: status: --json and --metrics are two formats: one of them\n");
 		return EF_ST_USAGE;
 	}
+	/* --textfile: DIR opened once, held for every round (textfile.h). */
+	struct ef_textfile tf = { textfile, -1 };
+	if (textfile && ef_textfile_open(&tf, textfile) != 0)
+		return 1;
 	for (; metrics;) {
 		struct look *ls;
 		size_t n = collect(pid, &ls);
+		struct metrics_in in = { ls, n, pid };
 		const char *why;
-		int r = pid && !n ? ef_look_failure(&why) : write_metrics(textfile, ls, n, pid) ? 1 : EF_ST_OK;
+		int r = EF_ST_OK;
+		if (pid && !n)
+			r = ef_look_failure(&why);
+		else if (textfile)
+			r = ef_textfile_replace(&tf, write_metrics, &in) ? 1 : EF_ST_OK;
+		else
+			write_metrics(stdout, &in);
 		free(ls);
-		if (!watch || r != EF_ST_OK || fflush(stdout) != 0)
+		/* A round that could not write the file said why in one line; the
+		 * watch goes on and tries again at the next (a full file system, a
+		 * name taken for a moment). */
+		if (!watch || (r != EF_ST_OK && !(textfile && r == 1)) || fflush(stdout) != 0) {
+			ef_textfile_close(&tf);
 			return r;
+		}
 		struct timespec d = { every_ns / 1000000000, every_ns % 1000000000 };
 		nanosleep(&d, NULL);
 	}
@@ -334,6 +280,12 @@ int ef_status_main(int argc, char **argv)
 			if (!ef_look_at(pid, &l)) {
 				const char *why;
 				int code = ef_look_failure(&why);
+				/* Not loaded though LD_PRELOAD names it: where it runs, too. */
+				if (ef_look_unloaded(&l) && json)
+					ef_show_json(stdout, &l, NULL);
+				else if (ef_look_unloaded(&l))
+					ef_show_report(stdout, &l, NULL);
+				fflush(stdout);
 				fprintf(stderr, "epollfix: status: %s\n", why);
 				free(next);
 				free(prevs);

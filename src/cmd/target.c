@@ -85,6 +85,15 @@ static int phdr(const struct ef_file *e, unsigned i, Elf64_Phdr *p)
 	return 0;
 }
 
+int ef_file_interp(const struct ef_file *e)
+{
+	Elf64_Phdr p;
+	for (unsigned i = 0; i < e->phnum; i++)
+		if (phdr(e, i, &p) == 0 && p.p_type == PT_INTERP)
+			return 1;
+	return 0;
+}
+
 static int shdr(const struct ef_file *e, unsigned i, Elf64_Shdr *s)
 {
 	if (e->is64)
@@ -322,7 +331,6 @@ static void learn(const char *path, struct facts *f)
 {
 	struct stat st;
 	struct ef_file e;
-	Elf64_Phdr p;
 
 	memset(f, 0, sizeof(*f));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -332,9 +340,7 @@ static void learn(const char *path, struct facts *f)
 		return;
 	}
 	f->elf = 1;
-	for (unsigned i = 0; i < e.phnum; i++)
-		if (phdr(&e, i, &p) == 0 && p.p_type == PT_INTERP)
-			f->dynamic = 1;
+	f->dynamic = ef_file_interp(&e);
 	f->go = is_go(&e);
 	/* The loader ignores LD_PRELOAD's paths in secure-execution mode, which
 	 * the kernel enters when exec changes the caller's user or group, or

@@ -21,6 +21,9 @@ struct ef_file {
 /* 0 when fd is an ELF file of this machine's byte order; -1 otherwise. */
 int ef_file_open(int fd, struct ef_file *e);
 
+/* 1 when the file has a PT_INTERP: a dynamic loader runs for it. */
+int ef_file_interp(const struct ef_file *e);
+
 /* The section called name: 0 and its file offset, address and size; -1 when
  * there is none (or no section headers). */
 int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset, uint64_t *addr,

@@ -400,7 +400,8 @@ if got != want:
 	ids() {
 		echo '{"name": "EPOLLFIX_CONTAINER_NAME", "value": "'"$1"'"},
 		      {"name": "EPOLLFIX_POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}'
+		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+		      {"name": "EPOLLFIX_POD_UID", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}'
 	}
 	local done_ann='{"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0"}'
 
@@ -513,39 +514,71 @@ KC
 
 # --- the pod of a process, as the agent sees it ---
 
-# The mount point of the hierarchy of /proc/self/cgroup's first line: the
-# line `epollfix status` reads (src/cmd/look.c).
-cgroup_root() {
-	local line hier
-	line=$(head -n 1 /proc/self/cgroup)
-	hier=$(cut -d: -f2 <<<"$line")
-	if [ -z "$hier" ]; then
-		findmnt -n -t cgroup2 -o TARGET | head -n 1
-	else
-		findmnt -n -t cgroup -o TARGET,OPTIONS | awk -v h="$hier" '{n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == h) {print $1; exit}}'
-	fi
+# The mount point of cgroup v2 (on a hybrid host, /sys/fs/cgroup/unified),
+# else of the v1 controller pids: where a test makes a pod's cgroups.
+pod_hierarchy() {
+	local v2
+	v2=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
+	if [ -n "$v2" ]; then echo "$v2"; else cgroup_v1 pids; fi
+}
+
+# The mount point of the v1 hierarchy of controller $1, "" without one.
+cgroup_v1() {
+	findmnt -n -t cgroup -o TARGET,OPTIONS | awk -v h="$1" '{n = split($2, o, ","); for (i = 1; i <= n; i++) if (o[i] == h) {print $1; exit}}'
+}
+
+# make_cgroup ROOT PATH: ROOT/PATH, each cgroup of it removed in teardown.
+make_cgroup() {
+	local at=$1 part
+	mkdir -p "$1/$2" || fail "mkdir $1/$2"
+	IFS=/ read -ra parts <<<"${2#/}"
+	for part in "${parts[@]}"; do
+		at=$at/$part
+		echo "$at" >>"$cgroups_file"
+	done
+}
+
+# start_in_cgroups OUT DIR... -- COMMAND...: COMMAND in the background, put
+# in each cgroup DIR first (one a hierarchy) as a runtime puts a container's
+# process; its pid in $started, once `epollfix status` reads it.
+start_in_cgroups() {
+	local out=$1 i
+	shift
+	bash -c 'while [ "$1" != -- ]; do echo $$ >"$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"' \
+		_ "$@" >"$out" 2>&1 3>&- &
+	started=$!
+	track_pid "$started"
+	for i in $(seq 50); do
+		"$cmd" status "$started" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "no library seen in process $started: $(cat "$out")"
+}
+
+# A pod's uid (kubelet's form) and a container's id, new for each test.
+new_pod() {
+	uid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 }
 
 @test "status: a process in its own namespaces, in a cgroup named as kubelet names a pod's, shows its pod in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "namespaces and cgroups need root here"
 	command -v unshare >/dev/null || skip "no unshare"
-	root=$(cgroup_root)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy for /proc/self/cgroup's first line"
-	local uid=5b6c1d2e-0f9a-4b8c-9d7e-6a5b4c3d2e1f id
-	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id
+	new_pod
+	# The systemd driver's shape, in cgroup v2: on a hybrid host (v1
+	# controllers beside it) the v1 lines say "/" and the pod is on v2's.
 	local slice=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice
 	local cg=$root/$slice/cri-containerd-$id.scope
-	mkdir -p "$cg"
-	echo "$root/kubepods.slice" >>"$cgroups_file"
-	echo "$root/kubepods.slice/kubepods-burstable.slice" >>"$cgroups_file"
-	echo "$root/$slice" >>"$cgroups_file"
-	echo "$cg" >>"$cgroups_file"
+	make_cgroup "$root" "$slice/cri-containerd-$id.scope"
 	# As the container runtime would: the cgroup first, then the namespaces,
 	# with the variables the admission policy injects.
 	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
 		unshare --pid --fork --kill-child --mount-proc \
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-7d9f-x2k4 EPOLLFIX_CONTAINER_NAME=app \
-		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		EPOLLFIX_POD_UID="$uid" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
 		>"$BATS_TEST_TMPDIR/pod.out" 2>&1 3>&- &
 	track_pid $!
 	# The program is unshare's one child (bash became unshare): never another
@@ -562,6 +595,7 @@ cgroup_root() {
 
 	run "$cmd" status "$host"
 	assert_success
+	assert_line "epollfix[$host] container: pid 1 in its namespace, cgroup /$slice/cri-containerd-$id.scope"
 	assert_line "epollfix[$host] pod: namespace shop, pod web-7d9f-x2k4, container app, pod uid $uid, container id $id"
 	run "$cmd" status
 	assert_success
@@ -590,10 +624,7 @@ assert d["ns_pid"] == 1, d["ns_pid"]' "$uid" "$id" <<<"$output"
 	# An agent in its own cgroup namespace (a pod of its own) sees the path
 	# from its cgroup: "/../../..", and the same pod.
 	local agent=$root/epollfix-agent-$$/pod/container
-	mkdir -p "$agent"
-	echo "$root/epollfix-agent-$$" >>"$cgroups_file"
-	echo "$root/epollfix-agent-$$/pod" >>"$cgroups_file"
-	echo "$agent" >>"$cgroups_file"
+	make_cgroup "$root" "epollfix-agent-$$/pod/container"
 	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$agent" "$cmd" "$host"
 	assert_success
 	python3 -c '
@@ -603,46 +634,225 @@ assert d["cgroup"].startswith("/../../../kubepods.slice/"), d["cgroup"]
 assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_id"] == sys.argv[2], d' "$uid" "$id" <<<"$output"
 }
 
-@test "status: without the variables, the pod's uid and container id from the cgroup path label the metrics" {
+@test "status: without the variables, the pod's uid and container id from a v1 controller's cgroup path label the metrics" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	root=$(cgroup_root)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy for /proc/self/cgroup's first line"
-	local uid=9f8e7d6c-5b4a-4392-8170-fedcba987654 id
-	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	# The cgroupfs driver's shape, with CRI-O's scope name.
-	local cg=$root/kubepods/besteffort/pod$uid/crio-$id
-	mkdir -p "$cg"
-	printf '%s\n' "$root/kubepods" "$root/kubepods/besteffort" "$root/kubepods/besteffort/pod$uid" "$cg" >>"$cgroups_file"
-	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
-		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
-	track_pid $!
-	for i in $(seq 50); do
-		"$cmd" status $! >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	run "$cmd" status --metrics $!
+	root=$(cgroup_v1 pids)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no cgroup v1 pids hierarchy (a v1 or hybrid host)"
+	local uid id
+	new_pod
+	# The cgroupfs driver's shape, with CRI-O's scope name, in the pids
+	# controller alone: the other lines of /proc/PID/cgroup say "/".
+	local path=kubepods/besteffort/pod$uid/crio-$id
+	make_cgroup "$root" "$path"
+	start_in_cgroups "$BATS_TEST_TMPDIR/out" "$root/$path" -- \
+		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	grep -q "^[0-9]*:pids:/$path\$" "/proc/$started/cgroup" || fail "$(cat "/proc/$started/cgroup")"
+	run "$cmd" status --metrics "$started"
 	assert_success
-	assert_output --partial "cgroup=\"/kubepods/besteffort/pod$uid/crio-$id\",pod_uid=\"$uid\",container_id=\"$id\"} "
+	assert_output --partial "cgroup=\"/$path\",pod_uid=\"$uid\",container_id=\"$id\"} "
 	refute_output --partial 'namespace="'
 	run "$cmd" status
-	assert_line --regexp "^ *$! ef-sleep .*  pod pod$uid/${id:0:12}$"
+	assert_line --regexp "^ *$started ef-sleep .*  pod pod$uid/${id:0:12}$"
+}
+
+@test "status: a path of any length the kernel allows, kind's systemd-driver shape under a node's scope" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id
+	new_pod
+	local path=system.slice/docker-$id.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice
+	path+=/kubelet-kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-$id.scope
+	[ "${#path}" -gt 293 ] || fail "${#path} bytes"
+	make_cgroup "$root" "$path"
+	# In the hierarchy of the first line of /proc/PID/cgroup too, where a
+	# reader of that line alone would look.
+	local first dirs=("$root/$path")
+	first=$(sed -n '1s/^[0-9]*:\([^:]*\):.*/\1/p' /proc/self/cgroup)
+	first=$(if [ -z "$first" ]; then pod_hierarchy; else cgroup_v1 "$first"; fi)
+	if [ -n "$first" ] && [ "$first" != "$root" ] && [ -w "$first" ]; then
+		make_cgroup "$first" "$path"
+		dirs+=("$first/$path")
+	fi
+	start_in_cgroups "$BATS_TEST_TMPDIR/out" "${dirs[@]}" -- \
+		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	run "$cmd" status "$started"
+	assert_success
+	assert_line --regexp "^epollfix\[$started\] container: pid [0-9]+ in its namespace, cgroup /$path$"
+	assert_line "epollfix[$started] pod: namespace ?, pod ?, container ?, pod uid $uid, container id $id"
+	run "$cmd" status --json "$started"
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["cgroup"] == "/" + sys.argv[3], d["cgroup"]
+assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_id"] == sys.argv[2], d' "$uid" "$id" "$path" <<<"$output"
+	run "$cmd" status --metrics "$started"
+	assert_success
+	assert_output --partial "cgroup=\"/$path\",pod_uid=\"$uid\",container_id=\"$id\"} "
+}
+
+@test "status: names from the environment only when its pod uid is the cgroup's: a process cannot name itself into another pod" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id other
+	new_pod
+	other=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	local path=kubepods.slice/kubepods-pod${uid//-/_}.slice/cri-containerd-$id.scope
+	make_cgroup "$root" "$path"
+	local claim="EPOLLFIX_POD_NAMESPACE=kube-system EPOLLFIX_POD_NAME=coredns-5d78c9869d-abcde EPOLLFIX_CONTAINER_NAME=coredns"
+	# No uid; another pod's uid; and, outside any pod, the names alone.
+	# shellcheck disable=SC2086
+	start_in_cgroups "$BATS_TEST_TMPDIR/a" "$root/$path" -- \
+		env $claim LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local none=$started
+	# shellcheck disable=SC2086
+	start_in_cgroups "$BATS_TEST_TMPDIR/b" "$root/$path" -- \
+		env $claim EPOLLFIX_POD_UID="$other" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local wrong=$started
+	# shellcheck disable=SC2086
+	start_in_cgroups "$BATS_TEST_TMPDIR/c" -- \
+		env $claim EPOLLFIX_POD_UID="$other" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local outside=$started
+	for p in $none $wrong; do
+		run "$cmd" status --metrics "$p"
+		assert_success
+		refute_output --partial 'kube-system'
+		refute_output --partial 'coredns'
+		assert_output --partial "pod_uid=\"$uid\",container_id=\"$id\"} "
+		run "$cmd" status --json "$p"
+		python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+want = {"namespace": "", "pod": "", "container": "", "pod_uid": sys.argv[1], "container_id": sys.argv[2]}
+assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
+		run "$cmd" status "$p"
+		assert_line "epollfix[$p] pod: namespace ?, pod ?, container ?, pod uid $uid, container id $id"
+	done
+	run "$cmd" status --json "$outside"
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["kubernetes"] is None, d["kubernetes"]' <<<"$output"
+	run "$cmd" status --metrics "$outside"
+	refute_output --partial 'kube-system'
+	refute_output --partial 'pod_uid='
+}
+
+@test "status: a pod injected but running without the library says so, per process and per pod, in text, JSON and metrics" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id
+	new_pod
+	local path=kubepods/burstable/pod$uid/$id
+	make_cgroup "$root" "$path"
+	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID=$uid"
+	# As the chart's image volume did when it mounted the files one level
+	# deeper than LD_PRELOAD says: no file there. The loader says so in one
+	# line (glibc) or not at all (musl), and runs the program without it.
+	local lib=$BATS_TEST_TMPDIR/epollfix/glibc/libepollfix.so
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="$lib" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >"$BATS_TEST_TMPDIR/missing" 2>&1 3>&- &
+	local missing=$!
+	track_pid "$missing"
+	echo "$missing" >"$root/$path/cgroup.procs"
+	# A file that is no library: there, but not loaded.
+	mkdir -p "$BATS_TEST_TMPDIR/bad"
+	echo "not an ELF file" >"$BATS_TEST_TMPDIR/bad/libepollfix.so"
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="/x/libjemalloc.so:$BATS_TEST_TMPDIR/bad/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
+		>"$BATS_TEST_TMPDIR/bad.out" 2>&1 3>&- &
+	local bad=$!
+	track_pid "$bad"
+	echo "$bad" >"$root/$path/cgroup.procs"
+	# The library beside a loaded one in the same pod.
+	start_in_cgroups "$BATS_TEST_TMPDIR/loaded" "$root/$path" -- \
+		env $vars LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local loaded=$started
+	kill -0 "$missing" "$bad" || fail "$(cat "$BATS_TEST_TMPDIR/missing" "$BATS_TEST_TMPDIR/bad.out")"
+
+	run --separate-stderr "$cmd" status "$missing"
+	assert_failure 5
+	assert_equal "$stderr" "epollfix: status: libepollfix is not loaded in process $missing (ef-sleep), though its LD_PRELOAD names $lib: no such file, as the process sees its file system"
+	assert_line "epollfix[$missing] library: NOT LOADED (missing): LD_PRELOAD names $lib: no such file, as the process sees its file system"
+	assert_line "epollfix[$missing] pod: namespace shop, pod web-1, container app, pod uid $uid, container id $id"
+	run --separate-stderr "$cmd" status --json "$bad"
+	assert_failure 5
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["loaded"] is False and d["library_state"] == "not_loaded", d
+assert d["library"] == sys.argv[1], d
+assert d["kubernetes"] == {"namespace": "shop", "pod": "web-1", "container": "app", "pod_uid": sys.argv[2], "container_id": sys.argv[3]}, d' \
+		"$BATS_TEST_TMPDIR/bad/libepollfix.so" "$uid" "$id" <<<"$output"
+
+	# The table of every process: both, beside the one that has it.
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^ *$missing ef-sleep +- +- +- +- +- +- +- +-  NOT LOADED: missing  pod shop/web-1/app$"
+	assert_line --regexp "^ *$bad ef-sleep .*  NOT LOADED: not_loaded  pod shop/web-1/app$"
+	assert_line --regexp "^ *$loaded ef-sleep .*  works  pod shop/web-1/app$"
+	run "$cmd" status --json
+	assert_success
+	python3 -c '
+import json, sys
+objs = {d["pid"]: d for d in map(json.loads, sys.stdin.read().splitlines())}
+m, b, l = (objs[int(p)] for p in sys.argv[1:4])
+assert (m["library_state"], b["library_state"], l["library_state"]) == ("missing", "not_loaded", "loaded"), objs
+assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missing" "$bad" "$loaded" <<<"$output"
+
+	# The agent's metrics: every process of the pod, loaded or not.
+	run "$cmd" status --metrics
+	assert_success
+	local labels="namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\""
+	assert_line "epollfix_library_loaded{pid=\"$missing\",program=\"ef-sleep\",ns_pid=\"$missing\",cgroup=\"/$path\",$labels,state=\"missing\"} 0"
+	assert_line "epollfix_library_loaded{pid=\"$bad\",program=\"ef-sleep\",ns_pid=\"$bad\",cgroup=\"/$path\",$labels,state=\"not_loaded\"} 0"
+	assert_line "epollfix_library_loaded{pid=\"$loaded\",program=\"ef-sleep\",ns_pid=\"$loaded\",cgroup=\"/$path\",$labels,state=\"loaded\"} 1"
+	# No other family counts what a process without the library did.
+	run grep -c "pid=\"$missing\"" <<<"$output"
+	assert_output 1
+	if command -v promtool >/dev/null; then
+		"$cmd" status --metrics | promtool check metrics || fail "promtool"
+	fi
+	run "$cmd" status --metrics "$missing"
+	assert_success
+	assert_output --partial "state=\"missing\"} 0"
+
+	# A static program in the pod: no loader ran at all.
+	printf '#include <unistd.h>\nint main(void) { sleep(120); return 0; }\n' >"$BATS_TEST_TMPDIR/s.c"
+	cc -static -o "$BATS_TEST_TMPDIR/static-sleep" "$BATS_TEST_TMPDIR/s.c" 2>/dev/null ||
+		skip "this toolchain cannot link statically (libc6-dev's libc.a)"
+	# shellcheck disable=SC2086
+	env $vars LD_PRELOAD="$EPOLLFIX_LIB" "$BATS_TEST_TMPDIR/static-sleep" 3>&- &
+	local static=$!
+	track_pid "$static"
+	echo "$static" >"$root/$path/cgroup.procs"
+	for i in $(seq 50); do
+		grep -q '^LD_PRELOAD=' <(tr '\0' '\n' <"/proc/$static/environ") && break
+		sleep 0.1
+	done
+	run "$cmd" status --metrics "$static"
+	assert_success
+	assert_output --partial "program=\"static-sleep\",ns_pid=\"$static\",cgroup=\"/$path\",$labels,state=\"static\"} 0"
 }
 
 @test "status: the agent's two capabilities are the ones it needs: SYS_PTRACE to read another user's process, DAC_READ_SEARCH for its environment" {
 	[ "$(id -u)" = 0 ] || skip "dropping capabilities from root needs root"
 	command -v setpriv >/dev/null || skip "no setpriv"
-	# A pod's process as the agent meets it: another user, the variables set.
-	setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
-		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
-	track_pid $!
-	for i in $(seq 50); do
-		"$cmd" status $! >/dev/null 2>&1 && break
-		sleep 0.1
-	done
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id
+	new_pod
+	local path=kubepods/pod$uid/$id
+	make_cgroup "$root" "$path"
+	# A pod's process as the agent meets it: another user, in its pod's
+	# cgroup, the variables set.
+	start_in_cgroups "$BATS_TEST_TMPDIR/out" "$root/$path" -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
+		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
 	# Root with every capability dropped but those named, as the chart's
 	# securityContext leaves the agent.
-	as() { setpriv --bounding-set="-all$1" --inh-caps=-all "$cmd" status --metrics $!; }
+	as() { setpriv --bounding-set="-all$1" --inh-caps=-all "$cmd" status --metrics "$started"; }
 	run as ""
 	assert_failure 4
 	assert_output --partial "needs CAP_SYS_PTRACE"
@@ -730,12 +940,17 @@ PY
 	status_cmd=${status_cmd//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=\/textfile/=$dir}
 	exporter_args=${exporter_args//=:9100/=127.0.0.1:$port}
-	# A process of a pod, as the policy leaves it: the variables, the library.
-	env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app \
-		LD_PRELOAD="$BATS_TEST_TMPDIR/image/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000 \
-		>/dev/null 2>&1 3>&- &
-	track_pid $!
-	local app=$!
+	# A process of a pod, as the policy leaves it: in its pod's cgroup, the
+	# variables, the library.
+	local root uid id
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	new_pod
+	make_cgroup "$root" "kubepods/pod$uid/$id"
+	start_in_cgroups "$BATS_TEST_TMPDIR/app" "$root/kubepods/pod$uid/$id" -- \
+		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
+		LD_PRELOAD="$BATS_TEST_TMPDIR/image/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local app=$started
 	# shellcheck disable=SC2086
 	$status_cmd >"$BATS_TEST_TMPDIR/status.log" 2>&1 3>&- &
 	track_pid $!

@@ -211,10 +211,6 @@ as_nobody() {
 	assert_equal "$(wc -l <<<"$stderr")" 1
 	assert_equal "$stderr" "epollfix: status: $dir/epollfix.prom is not a regular file (a symbolic link): not replaced"
 	[ -L "$dir/epollfix.prom" ] || fail "the link was replaced"
-	# --watch stops at the first refusal, as at any failure to write.
-	run --separate-stderr timeout 10 "$cmd" status --textfile="$dir" --watch=0.05s "$loop"
-	assert_failure 1
-	assert_equal "$(cat "$victim")" "root's own content"
 	rm "$dir/epollfix.prom"
 	as_nobody mkdir "$dir/epollfix.prom"
 	run --separate-stderr "$cmd" status --textfile="$dir" "$loop"
@@ -252,6 +248,130 @@ as_nobody() {
 	kill "$started"
 	wait "$started" || true
 	run find "$dir" -name '.epollfix.prom.*'
+	assert_output ""
+}
+
+# wait_for WHAT COMMAND...: until COMMAND succeeds, 10 s at most.
+wait_for() {
+	local what=$1 i
+	shift
+	for i in $(seq 200); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	fail "$what: not within 10 s"
+}
+
+# The inode of a file, which each round's rename changes; "" when none.
+inode() {
+	stat -c %i "$1" 2>/dev/null || true
+}
+
+# replaced FILE: waits until FILE is a new file twice over, two rounds that
+# wrote it whole.
+replaced_twice() {
+	local f=$1 before
+	before=$(inode "$f")
+	# (eval: the test runs in wait_for, which sees f and before)
+	wait_for "$f written again" eval '[ -n "$(inode "$f")" ] && [ "$(inode "$f")" != "$before" ]'
+	before=$(inode "$f")
+	wait_for "$f written a second time" eval '[ -n "$(inode "$f")" ] && [ "$(inode "$f")" != "$before" ]'
+}
+
+@test "metrics: --textfile holds DIR for the whole watch: a link its parent's owner swaps in later is never written through" {
+	[ "$(id -u)" = 0 ] || skip "needs root: directories of another user"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	start_loop
+	loop=$started
+	# node_exporter's usual layout: DIR and its parent both its user's.
+	nobody_root=$(mktemp -d /tmp/epollfix-textfile.XXXXXX)
+	chmod 0755 "$nobody_root"
+	parent=$nobody_root/exporter
+	mkdir "$parent"
+	chown nobody "$parent"
+	as_nobody mkdir "$parent/textfile"
+	private=$nobody_root/private
+	mkdir -m 0700 "$private"
+	bg "$BATS_TEST_TMPDIR/watch" "$cmd" status --textfile="$parent/textfile" --watch=0.05s "$loop"
+	watch=$started
+	wait_for "the first file" test -f "$parent/textfile/epollfix.prom"
+	# The parent's owner moves DIR away and puts a link to root's private
+	# directory in its place: the watch keeps writing where it began.
+	as_nobody mv "$parent/textfile" "$parent/moved"
+	as_nobody ln -s "$private" "$parent/textfile"
+	replaced_twice "$parent/moved/epollfix.prom"
+	run ls -A "$private"
+	assert_output ""
+	# A run that meets the link at its start refuses it, in one line.
+	run --separate-stderr "$cmd" status --textfile="$parent/textfile" "$loop"
+	assert_failure 1
+	assert_equal "$stderr" "epollfix: status: $parent/textfile: 'textfile' is a symbolic link in a directory another user may change (owner uid $(id -u nobody), mode 755): not followed"
+	# The held directory removed: its name is walked to again, by the same
+	# rules: the link refused round after round, then a directory taken.
+	wait_for "the moved directory removed" as_nobody rm -rf "$parent/moved"
+	wait_for "the link refused" grep -q "'textfile' is a symbolic link in a directory another user may change" "$BATS_TEST_TMPDIR/watch"
+	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
+	as_nobody rm "$parent/textfile"
+	as_nobody mkdir "$parent/textfile"
+	replaced_twice "$parent/textfile/epollfix.prom"
+	run ls -A "$private"
+	assert_output ""
+	# A link the caller names, in directories only root may change, is theirs
+	# to name: followed.
+	ln -s "$private" "$nobody_root/mine"
+	run "$cmd" status --textfile="$nobody_root/mine" "$loop"
+	assert_success
+	[ -f "$private/epollfix.prom" ] || fail "$(ls -la "$private")"
+}
+
+@test "metrics: --textfile --watch goes on after a round the directory's owner made fail, and writes again" {
+	[ "$(id -u)" = 0 ] || skip "needs root: a directory of another user"
+	command -v setpriv >/dev/null || skip "no setpriv"
+	start_loop
+	loop=$started
+	nobody_dir
+	bg "$BATS_TEST_TMPDIR/watch" "$cmd" status --textfile="$dir" --watch=0.05s "$loop"
+	watch=$started
+	wait_for "the first file" test -f "$dir/epollfix.prom"
+	# A directory planted at the name (retried: a round may rename its file
+	# there between the two).
+	wait_for "a directory planted" as_nobody sh -c 'rm -f "$1/epollfix.prom" && mkdir "$1/epollfix.prom"' _ "$dir"
+	wait_for "a warning" grep -q "is not a regular file (a directory)" "$BATS_TEST_TMPDIR/watch"
+	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
+	as_nobody rmdir "$dir/epollfix.prom"
+	replaced_twice "$dir/epollfix.prom"
+	# One line for each failed round, and nothing else (a round that
+	# renames its file as the directory appears says so in its own words).
+	run grep -cv -e "^epollfix: status: $dir/epollfix.prom is not a regular file (a directory): not replaced$" \
+		-e "^epollfix: status: $dir/epollfix.prom: Is a directory$" "$BATS_TEST_TMPDIR/watch"
+	assert_output 0 || fail "$(cat "$BATS_TEST_TMPDIR/watch")"
+}
+
+@test "metrics: --textfile --watch goes on through a full file system, and writes again once there is room" {
+	[ "$(id -u)" = 0 ] || skip "needs root: a mount namespace"
+	command -v unshare >/dev/null || skip "no unshare"
+	start_loop
+	loop=$started
+	dir=$BATS_TEST_TMPDIR/textfile
+	mkdir "$dir"
+	# DIR a small tmpfs of the watch's own mount namespace; the test reaches
+	# it through /proc/PID/root.
+	bg "$BATS_TEST_TMPDIR/watch" unshare -m --propagation private sh -c \
+		'mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" status --textfile="$1" --watch=0.05s "$3"' \
+		_ "$dir" "$cmd" "$loop"
+	watch=$started
+	in=/proc/$watch/root$dir
+	wait_for "the first file" test -f "$in/epollfix.prom"
+	dd if=/dev/zero of="$in/fill" bs=4k 2>/dev/null || true
+	wait_for "a warning" grep -q "No space left on device" "$BATS_TEST_TMPDIR/watch"
+	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
+	rm "$in/fill"
+	replaced_twice "$in/epollfix.prom"
+	tail -n 1 "$in/epollfix.prom" | grep -q '^epollfix_wait_lateness_seconds_count{' || fail "$(tail -n 2 "$in/epollfix.prom")"
+	run grep -cv "^epollfix: status: $dir/\(epollfix.prom\|.epollfix.prom.[0-9]*\): No space left on device$" "$BATS_TEST_TMPDIR/watch"
+	assert_output 0
+	# No temporary file left behind by the failed rounds.
+	run find "$in" -name '.epollfix.prom.*'
 	assert_output ""
 }
 

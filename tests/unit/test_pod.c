@@ -1,8 +1,11 @@
 /* A process's pod from its cgroup path and its environment (src/cmd/pod.c):
  * the path shapes kubelet and the runtimes make (containerd and CRI-O, the
  * systemd and cgroupfs drivers, every QoS class), as the node sees them and
- * as an agent in its own cgroup namespace sees them, and hostile values. */
+ * as an agent in its own cgroup namespace sees them, in whichever line of
+ * /proc/PID/cgroup; the names taken only when the environment's pod uid is
+ * the cgroup's; and hostile values. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pod.h"
@@ -99,60 +102,191 @@ Test(pod, a_container_id_of_any_other_length_is_not_taken)
 	expect("/kubepods/pod" UID "/cri-containerd-" ID "\n0::/other", UID, ID);
 }
 
-static int environ_of(const char *block, size_t len, struct ef_pod *p)
+/* The contents of /proc/PID/cgroup: the pod's line, wherever it lies. */
+static int from_file(const char *file, struct ef_pod *p, char *path, size_t size)
 {
 	memset(p, 'x', sizeof(*p));
-	return ef_pod_from_environ(block, len, p);
+	return ef_pod_from_cgroups(file, strlen(file), p, path, size);
+}
+
+#define POD_V2 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ \
+	".slice/cri-containerd-" ID ".scope"
+#define POD_V1 "/kubepods/besteffort/pod" UID "/" ID
+
+Test(pod, the_line_that_names_the_pod_on_a_hybrid_host)
+{
+	struct ef_pod p;
+	char path[4096];
+	/* This machine's shape: v1 controllers first, v2's line last. */
+	cr_expect_eq(from_file("9:name=systemd:/\n8:pids:/\n4:memory:/process_api/49cb\n1:cpu:/\n"
+			       "0::" POD_V2 "\n", &p, path, sizeof(path)), 1);
+	cr_expect_str_eq(path, POD_V2);
+	cr_expect_str_eq(p.uid, UID);
+	cr_expect_str_eq(p.container_id, ID);
+	/* The pod in one v1 controller only, v2 at the root. */
+	cr_expect_eq(from_file("9:name=systemd:/\n8:pids:" POD_V1 "\n1:cpu,cpuacct:/\n0::/\n", &p,
+			       path, sizeof(path)), 1);
+	cr_expect_str_eq(path, POD_V1);
+	cr_expect_str_eq(p.uid, UID);
+	/* v2's line wins over a v1 line that names another pod. */
+	cr_expect_eq(from_file("8:pids:/kubepods/pod11111111-2222-3333-4444-555555555555\n0::" POD_V2
+			       "\n", &p, path, sizeof(path)), 1);
+	cr_expect_str_eq(p.uid, UID);
+	cr_expect_str_eq(path, POD_V2);
+}
+
+Test(pod, v1_alone_v2_alone_and_no_pod)
+{
+	struct ef_pod p;
+	char path[4096];
+	cr_expect_eq(from_file("0::" POD_V2 "\n", &p, path, sizeof(path)), 1);
+	cr_expect_str_eq(p.container_id, ID);
+	cr_expect_eq(from_file("12:cpu,cpuacct:" POD_V1 "\n11:pids:" POD_V1 "\n", &p, path, sizeof(path)), 1);
+	cr_expect_str_eq(path, POD_V1);
+	/* No pod: v2's path, else the first line's. */
+	cr_expect_eq(from_file("9:name=systemd:/a\n0::/system.slice/x.service\n", &p, path, sizeof(path)), 0);
+	cr_expect_str_eq(path, "/system.slice/x.service");
+	cr_expect_str_eq(p.uid, "");
+	cr_expect_eq(from_file("9:name=systemd:/a\n8:pids:/b\n", &p, path, sizeof(path)), 0);
+	cr_expect_str_eq(path, "/a");
+	cr_expect_eq(from_file("", &p, path, sizeof(path)), 0);
+	cr_expect_str_eq(path, "");
+}
+
+Test(pod, paths_of_any_length_the_kernel_writes)
+{
+	struct ef_pod p;
+	static char file[8192], path[4096];
+	/* kind's shape under a node's own scope: far past 255 bytes. */
+	const char *pre = "0::/system.slice/docker-" ID ".scope/kubelet.slice/kubelet-kubepods.slice/"
+			  "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" UID_
+			  ".slice/cri-containerd-" ID ".scope\n";
+	cr_assert_gt(strlen(pre) - 4, 293);
+	cr_expect_eq(from_file(pre, &p, path, sizeof(path)), 1);
+	cr_expect_eq(strlen(path), strlen(pre) - 4);
+	cr_expect_str_eq(p.container_id, ID);
+	/* A path as long as PATH_MAX allows, the pod at its end. */
+	size_t n = 0;
+	n += (size_t)snprintf(file + n, sizeof(file) - n, "0::");
+	while (n < 3960)
+		n += (size_t)snprintf(file + n, sizeof(file) - n, "/deep");
+	n += (size_t)snprintf(file + n, sizeof(file) - n, "/kubepods/pod" UID "/" ID "\n");
+	cr_assert_lt(n - 3, sizeof(path));
+	cr_expect_eq(from_file(file, &p, path, sizeof(path)), 1);
+	cr_expect_str_eq(p.container_id, ID);
+	/* Longer than the room for it: not taken, nor cut. */
+	cr_expect_eq(from_file(file, &p, path, 200), 0);
+	cr_expect_str_eq(path, "");
+	/* A last line cut by the read (no newline) is not read. */
+	cr_expect_eq(from_file("9:name=systemd:/\n0::" POD_V2, &p, path, sizeof(path)), 0);
+	cr_expect_str_eq(path, "/");
+}
+
+static int environ_of(const char *block, size_t len, struct ef_pod_env *e)
+{
+	memset(e, 'x', sizeof(*e));
+	return ef_pod_env_parse(block, len, e);
 }
 
 #define ENV(s) s, sizeof(s) /* with the last string's NUL */
 
 Test(pod, names_from_the_injected_variables)
 {
-	struct ef_pod p;
+	struct ef_pod_env e;
 	int n = environ_of(ENV("PATH=/bin\0EPOLLFIX_POD_NAMESPACE=shop\0HOME=/\0"
-			       "EPOLLFIX_POD_NAME=web-7d9f-x2k4\0EPOLLFIX_CONTAINER_NAME=app\0"), &p);
-	cr_expect_eq(n, 3);
+			       "EPOLLFIX_POD_NAME=web-7d9f-x2k4\0EPOLLFIX_CONTAINER_NAME=app\0"
+			       "EPOLLFIX_POD_UID=" UID "\0"), &e);
+	cr_expect_eq(n, 4);
+	cr_expect_str_eq(e.ns, "shop");
+	cr_expect_str_eq(e.name, "web-7d9f-x2k4");
+	cr_expect_str_eq(e.container, "app");
+	cr_expect_str_eq(e.uid, UID);
+	cr_expect_str_eq(e.preload, "");
+}
+
+Test(pod, names_only_when_the_environment_names_the_cgroups_pod)
+{
+	struct ef_pod_env e;
+	struct ef_pod p = { .uid = UID };
+	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=shop\0EPOLLFIX_POD_NAME=web\0EPOLLFIX_CONTAINER_NAME=app\0"
+		       "EPOLLFIX_POD_UID=" UID "\0"), &e);
+	cr_expect_eq(ef_pod_take_names(&p, &e), 3);
 	cr_expect_str_eq(p.ns, "shop");
-	cr_expect_str_eq(p.name, "web-7d9f-x2k4");
+	cr_expect_str_eq(p.name, "web");
 	cr_expect_str_eq(p.container, "app");
+	/* Another pod's uid, no uid, or a pod the cgroup does not name: no names. */
+	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_NAME=coredns\0"
+		       "EPOLLFIX_POD_UID=11111111-2222-3333-4444-555555555555\0"), &e);
+	cr_expect_eq(ef_pod_take_names(&p, &e), 0);
+	cr_expect_str_eq(p.ns, "");
+	cr_expect_str_eq(p.name, "");
+	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_NAME=coredns\0"), &e);
+	cr_expect_eq(ef_pod_take_names(&p, &e), 0);
+	cr_expect_str_eq(p.ns, "");
+	struct ef_pod host = { .uid = "" };
+	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_UID=\0"), &e);
+	cr_expect_eq(ef_pod_take_names(&host, &e), 0);
+	cr_expect_str_eq(host.ns, "");
+	/* A uid of another form (cut, with more after it) is no uid. */
+	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_UID=" UID "0\0"), &e), 0);
+	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_UID=0a1b2c3d-4e5f-6789-abcd-ef012345678\0"), &e), 0);
+	cr_expect_str_eq(e.uid, "");
+}
+
+Test(pod, the_library_ld_preload_names)
+{
+	struct ef_pod_env e;
+	cr_expect_eq(environ_of(ENV("LD_PRELOAD=/epollfix/glibc/libepollfix.so\0"), &e), 1);
+	cr_expect_str_eq(e.preload, "/epollfix/glibc/libepollfix.so");
+	/* Appended to another, split on colons and blanks as the loaders do. */
+	environ_of(ENV("LD_PRELOAD=/x/libjemalloc.so:/epollfix/musl/libepollfix.so\0"), &e);
+	cr_expect_str_eq(e.preload, "/epollfix/musl/libepollfix.so");
+	environ_of(ENV("LD_PRELOAD=/x/liba.so  libepollfix.so.0 /y/libb.so\0"), &e);
+	cr_expect_str_eq(e.preload, "libepollfix.so.0");
+	/* None of the library's. */
+	cr_expect_eq(environ_of(ENV("LD_PRELOAD=/x/libjemalloc.so:/libepollfix/x.so:/y/libepollfixed\0"), &e), 0);
+	cr_expect_str_eq(e.preload, "");
+	/* A value cut by the read is not taken. */
+	static const char cut[] = "LD_PRELOAD=/epollfix/glibc/libepollfix.so";
+	cr_expect_eq(environ_of(cut, sizeof(cut) - 1, &e), 0);
+	cr_expect_str_eq(e.preload, "");
 }
 
 Test(pod, hostile_values_are_not_taken)
 {
-	struct ef_pod p;
+	struct ef_pod_env e;
 	char big[600];
 	/* A pod name longer than a DNS subdomain may be. */
 	memcpy(big, "EPOLLFIX_POD_NAME=", 18);
 	memset(big + 18, 'a', 300);
 	big[318] = '\0';
-	cr_expect_eq(environ_of(big, 319, &p), 0);
-	cr_expect_str_eq(p.name, "");
+	cr_expect_eq(environ_of(big, 319, &e), 0);
+	cr_expect_str_eq(e.name, "");
 	/* Quotes, newlines, uppercase, escapes, an empty value. */
 	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAMESPACE=a\"b\0EPOLLFIX_POD_NAME=x\ny\0"
-				    "EPOLLFIX_CONTAINER_NAME=App\0"), &p), 0);
-	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAMESPACE=\0EPOLLFIX_POD_NAME=a\\b\0"), &p), 0);
-	cr_expect_str_eq(p.ns, "");
-	cr_expect_str_eq(p.container, "");
+				    "EPOLLFIX_CONTAINER_NAME=App\0"), &e), 0);
+	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAMESPACE=\0EPOLLFIX_POD_NAME=a\\b\0"), &e), 0);
+	cr_expect_str_eq(e.ns, "");
+	cr_expect_str_eq(e.container, "");
 	/* A prefix of the name is not the name. */
-	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAMESPACEX=shop\0XEPOLLFIX_POD_NAME=web\0"), &p), 0);
+	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAMESPACEX=shop\0XEPOLLFIX_POD_NAME=web\0"), &e), 0);
 }
 
 Test(pod, a_string_cut_by_the_bound_is_not_taken)
 {
-	struct ef_pod p;
+	struct ef_pod_env e;
 	/* The read stopped inside the value: "shop" may be "shopping". */
 	static const char block[] = "EPOLLFIX_POD_NAME=web\0EPOLLFIX_POD_NAMESPACE=shop";
-	cr_expect_eq(environ_of(block, sizeof(block) - 1, &p), 1);
-	cr_expect_str_eq(p.name, "web");
-	cr_expect_str_eq(p.ns, "");
+	cr_expect_eq(environ_of(block, sizeof(block) - 1, &e), 1);
+	cr_expect_str_eq(e.name, "web");
+	cr_expect_str_eq(e.ns, "");
 }
 
 Test(pod, the_first_of_twice_the_same_variable)
 {
-	struct ef_pod p;
-	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAME=one\0EPOLLFIX_POD_NAME=two\0"), &p), 1);
-	cr_expect_str_eq(p.name, "one");
+	struct ef_pod_env e;
+	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_NAME=one\0EPOLLFIX_POD_NAME=two\0"), &e), 1);
+	cr_expect_str_eq(e.name, "one");
 }
 
 Test(pod, short_names)
