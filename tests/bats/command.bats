@@ -7,12 +7,6 @@ setup() {
 	count_lib=$EPOLLFIX_PROGS/libcountcalls.so
 }
 
-# The version meson.build's project() sets, the one place it is written.
-project_version() {
-	meson introspect --projectinfo "$EPOLLFIX_BUILD" |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])'
-}
-
 @test "epollfix CMD: upgrades the command's waits; without it they stay 1ms" {
 	run "$cmd" "$EPOLLFIX_PROGS/ef-sleep" --count 100
 	assert_success
@@ -31,6 +25,15 @@ project_version() {
 	run "$cmd" --version
 	assert_success
 	assert_output "epollfix $version"
+}
+
+@test "the docs show the library where it is installed, never a build tree's absolute path" {
+	# An example taken from a developer's checkout shows its path
+	# (/home/..., /srv/src/epollfix/build/src/libepollfix.so) where a user's
+	# system has /usr/lib/<multiarch>/libepollfix.so or /usr/local/lib/...;
+	# a path relative to the checkout ($PWD/build/...) is what a user types.
+	run bash -c 'cd "$1" && grep -nE "(^|[^A-Za-z0-9_}\$])/[^ \"]*/build(-[a-z]+)?/(src|doc|python)/|/home/[a-z]" README.md doc/*.md doc/*.in src/README.md python/README.md' _ "$EPOLLFIX_SRC"
+	assert_failure 1
 }
 
 @test "every option reaches the library as its variable" {

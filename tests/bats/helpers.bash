@@ -77,6 +77,12 @@ skip_missing() {
 	skip "$1"
 }
 
+# The version meson.build's project() sets, the one place it is written.
+project_version() {
+	meson introspect --projectinfo "$EPOLLFIX_BUILD" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])'
+}
+
 need_glibc() {
 	[ "$EPOLLFIX_LIBC" = glibc ] || skip "needs a glibc build ($EPOLLFIX_LIBC)"
 }
