@@ -27,6 +27,32 @@ setup() {
 	assert_output "epollfix $version"
 }
 
+@test "the version is meson.build's wherever a tool cannot read it from there: Debian changelog, chart, docs" {
+	local version src=$EPOLLFIX_SRC
+	version=$(project_version)
+	# debian/rules also stops a package build whose changelog says another.
+	assert_equal "$(sed -n '1s/^epollfix (\([^)]*\)).*/\1/p' "$src/debian/changelog")" "$version"
+	local chart=$src/deploy/helm/epollfix
+	assert_equal "$(sed -n 's/^version: *//p' "$chart/Chart.yaml")" "$version"
+	assert_equal "$(sed -n 's/^appVersion: *"\(.*\)"$/\1/p' "$chart/Chart.yaml")" "$version"
+	# The image's tag is none of its own: the template falls back to appVersion.
+	assert_equal "$(sed -n '/^image:/,/^[^ ]/s/^  tag: *//p' "$chart/values.yaml")" '""'
+	grep -q 'Values.image.tag | default .Chart.AppVersion' "$chart/templates/_helpers.tpl" ||
+		fail "the image tag does not default to appVersion"
+	# The wheel's: meson-python reads it from meson.build.
+	grep -q '^dynamic = \["version"\]$' "$src/pyproject.toml" || fail "pyproject.toml: no dynamic version"
+	run grep -n '^version *=' "$src/pyproject.toml"
+	assert_failure
+	# What a user copies from the docs: image tags, the wheel's name, the
+	# annotation the policy sets, the library's version as epollfix status shows it.
+	run bash -c 'cd "$1" && grep -noE "epollfix:[0-9]+\.[0-9]+\.[0-9]+|epollfix-[0-9]+\.[0-9]+\.[0-9]+-|injected: \"[0-9.]+\"|library: [0-9]+\.[0-9]+\.[0-9]+ |\"version\":\"[0-9.]+\"" README.md doc/*.md' _ "$src"
+	assert_success
+	local file n match
+	while IFS=: read -r file n match; do
+		[ "$(grep -oE '[0-9]+(\.[0-9]+)+' <<<"$match")" = "$version" ] || fail "$file:$n: $match, not $version"
+	done <<<"$output"
+}
+
 @test "the docs show the library where it is installed, never a build tree's absolute path" {
 	# An example taken from a developer's checkout shows its path
 	# (/home/..., /srv/src/epollfix/build/src/libepollfix.so) where a user's

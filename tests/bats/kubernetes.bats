@@ -5,11 +5,21 @@
 # and etcd (pods are admitted and stored; no kubelet runs them), and
 # `epollfix status` naming the pod of a process started in its own namespaces
 # with the variables the policy injects, in a cgroup named as kubelet names one.
-# The tools come from scripts/install-k8s-tools (build/k8s-tools/).
+# The tools come from scripts/install-k8s-tools (build/k8s-tools/), which this
+# file runs the first time (EPOLLFIX_K8S_TOOLS names tools of your own instead).
 
 setup_file() {
-	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$BATS_TEST_DIRNAME/../../build/k8s-tools}
-	export CHART=$BATS_TEST_DIRNAME/../../deploy/helm/epollfix
+	local src
+	src=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$src/build/k8s-tools}
+	export CHART=$src/deploy/helm/epollfix
+	# Built here, the first time, by the run that uses them (see once): minutes
+	# then, or the wait for scripts/test's own build of them; nothing after.
+	# What it builds and any warning go to the TAP stream as comments.
+	if [ -z "${EPOLLFIX_K8S_TOOLS:-}" ] &&
+		[ "$(realpath "${EPOLLFIX_BUILD:-$src/build}")" = "$(realpath "$src/build")" ]; then
+		"$src/scripts/install-k8s-tools" 2>&1 >/dev/null | sed 's/^/# /' >&3 || true
+	fi
 }
 
 setup() {
@@ -38,12 +48,12 @@ once() {
 
 tool() {
 	[ -x "$K8S_TOOLS/bin/$1" ] ||
-		skip_missing "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools builds it (needs Go and the module proxy)"
+		skip_missing "no $1 in $K8S_TOOLS/bin: scripts/install-k8s-tools could not build it (needs Go and the module proxy; its logs: $K8S_TOOLS/*.log)"
 }
 
 validator() {
 	[ -x "$K8S_TOOLS/venv/bin/kubernetes-validate" ] ||
-		skip_missing "no kubernetes-validate in $K8S_TOOLS/venv: scripts/install-k8s-tools installs it from PyPI"
+		skip_missing "no kubernetes-validate in $K8S_TOOLS/venv: scripts/install-k8s-tools could not install it from PyPI"
 }
 
 # The glibc and the musl build side by side, for the image's two libraries.
@@ -258,6 +268,8 @@ kinds() {
 	assert_output --partial "serves no MutatingAdmissionPolicy API"
 	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.35.0 --set injection.enabled=false
 	assert_success
+	# No tag set: the image's is the chart's appVersion, the project's version.
+	assert_output --partial "image: registry.example.com/epollfix:$(project_version)"
 	# The operator asked for but not served: annotations, and NOTES says so.
 	run "$K8S_TOOLS/bin/helm" template t "$CHART" --kube-version 1.37.0 --set prometheusOperator.enabled=true
 	assert_success
@@ -395,7 +407,10 @@ if got != want:
 	wait_policy '"epollfix.io/injected" in p["metadata"]["annotations"]'
 
 	local lib=/epollfix/glibc/libepollfix.so musl=/epollfix/musl/libepollfix.so
-	local vol='{"name": "epollfix", "image": {"reference": "registry.example.com/epollfix:0.1.0", "pullPolicy": "IfNotPresent"}}'
+	# The image's tag is the chart's appVersion, which is the project's.
+	local version
+	version=$(project_version)
+	local vol='{"name": "epollfix", "image": {"reference": "registry.example.com/epollfix:'$version'", "pullPolicy": "IfNotPresent"}}'
 	local mount='{"name": "epollfix", "mountPath": "/epollfix", "readOnly": true}'
 	ids() {
 		echo '{"name": "EPOLLFIX_CONTAINER_NAME", "value": "'"$1"'"},
@@ -403,7 +418,7 @@ if got != want:
 		      {"name": "EPOLLFIX_POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
 		      {"name": "EPOLLFIX_POD_UID", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}}'
 	}
-	local done_ann='{"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0"}'
+	local done_ann='{"epollfix.io/inject": "true", "epollfix.io/injected": "'$version'"}'
 
 	# No annotation: untouched.
 	create "apiVersion: v1
@@ -451,7 +466,7 @@ spec: {containers: [{name: app, image: busybox, env: [{name: LD_PRELOAD, valueFr
 kind: Pod
 metadata: {name: mixed, namespace: shop, annotations: {epollfix.io/inject: \"true\", epollfix.io/musl: \" side , other\"}}
 spec: {containers: [{name: app, image: debian}, {name: side, image: alpine}]}"
-	expect_pod shop mixed '{"annotations": {"epollfix.io/inject": "true", "epollfix.io/injected": "0.1.0", "epollfix.io/musl": " side , other"},
+	expect_pod shop mixed '{"annotations": {"epollfix.io/inject": "true", "epollfix.io/injected": "'$version'", "epollfix.io/musl": " side , other"},
 		"volumes": ['"$vol"'], "initContainers": [],
 		"containers": [{"name": "app", "env": [{"name": "LD_PRELOAD", "value": "'$lib'"}, '"$(ids app)"'], "volumeMounts": ['"$mount"']},
 		{"name": "side", "env": [{"name": "LD_PRELOAD", "value": "'$musl'"}, '"$(ids side)"'], "volumeMounts": ['"$mount"']}]}'

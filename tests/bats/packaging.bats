@@ -72,7 +72,7 @@ assert_demo() {
 	cd "$EPOLLFIX_SRC"
 	run scripts/package-deb
 	assert_success
-	version=$(meson introspect --projectinfo meson.build | "$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+	version=$(project_version)
 	arch=$(dpkg --print-architecture)
 	for deb in "libepollfix_${version}_$arch" "epollfix_${version}_$arch" "libepollfix-dev_${version}_all" \
 		"python3-epollfix_${version}_$arch"; do
@@ -97,7 +97,7 @@ assert_demo() {
 @test "deb: the version is meson.build's; a changelog that says another stops the build" {
 	need_debian_tools
 	cd "$EPOLLFIX_SRC"
-	version=$(meson introspect --projectinfo meson.build | "$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+	version=$(project_version)
 	assert_equal "$(dpkg-parsechangelog -SVersion)" "$version"
 	# debian/rules' own check, on a copy whose changelog is one version ahead.
 	copy=$BATS_TEST_TMPDIR/src
