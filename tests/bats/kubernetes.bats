@@ -6,7 +6,8 @@
 # `epollfix status` naming the pod of a process started in its own namespaces
 # with the variables the policy injects, in a cgroup named as kubelet names one.
 # The tools come from scripts/install-k8s-tools (build/k8s-tools/), which this
-# file runs the first time (EPOLLFIX_K8S_TOOLS names tools of your own instead).
+# file's setup runs: it builds what is missing, the first time, and nothing
+# after (EPOLLFIX_K8S_TOOLS names a directory of tools of your own instead).
 
 setup_file() {
 	local src
