@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -207,18 +208,22 @@ static void on_exec(uint32_t tgid, void *arg)
 static void report(FILE *out)
 {
 	uint64_t c[EF_BC_COUNT];
+	struct rusage ru;
 	ef_abpf_counters(A.bpf, c, EF_BC_COUNT);
+	getrusage(RUSAGE_SELF, &ru);
 	fprintf(out,
 		"epollfix[%d] agent: %" PRIu64 " processes attached; %" PRIu64 " netpoll waits, %" PRIu64
 		" timers set at the runtime's deadline, %" PRIu64 " waits ended; fell back: %" PRIu64
 		" other fd, %" PRIu64 " not polling, %" PRIu64 " out of range, %" PRIu64
 		" repeated, %" PRIu64 " unreadable, %" PRIu64 " full; timers that found: %" PRIu64
 		" stale, %" PRIu64 " awake, %" PRIu64 " detached, %" PRIu64 " busy; %" PRIu64
-		" processes exec'd or ended\n",
+		" processes exec'd or ended; %ld voluntary switches, %ld us CPU\n",
 		(int)getpid(), A.attached, c[EF_BC_WAITS], c[EF_BC_ARMED], c[EF_BC_ENDED],
 		c[EF_BC_OTHER_FD], c[EF_BC_NOT_POLLING], c[EF_BC_OUT_OF_RANGE], c[EF_BC_REPEATED],
 		c[EF_BC_UNREADABLE], c[EF_BC_FULL], c[EF_BC_STALE], c[EF_BC_AWAKE], c[EF_BC_DETACHED],
-		c[EF_BC_BUSY], c[EF_BC_DROPPED]);
+		c[EF_BC_BUSY], c[EF_BC_DROPPED], ru.ru_nvcsw,
+		(long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+			ru.ru_stime.tv_usec);
 	fflush(out);
 }
 
