@@ -4,7 +4,9 @@
 
 #include <elf.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "maps.h"
 #include "target.h"
 
 const char *ef_go_why_text(enum ef_go_why why)
@@ -97,4 +99,27 @@ enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
 	    ef_file_first_load(&e, &img->first_vaddr, &img->first_offset) != 0)
 		return EF_GO_NO_SYMBOLS;
 	return EF_GO_OK;
+}
+
+struct bias_search {
+	uint64_t ino, page;
+	const struct ef_go_image *img;
+	uint64_t *bias;
+};
+
+/* The mapping of the executable's first PT_LOAD: its file's inode, at that
+ * segment's page-aligned offset. */
+static int first_load(const struct ef_map_line *m, void *arg)
+{
+	struct bias_search *s = arg;
+	if (m->inode != s->ino || m->offset != (s->img->first_offset & ~(s->page - 1)))
+		return 0;
+	*s->bias = m->start - (s->img->first_vaddr & ~(s->page - 1));
+	return 1;
+}
+
+int ef_go_load_bias(long pid, uint64_t ino, const struct ef_go_image *img, uint64_t *bias)
+{
+	struct bias_search s = { ino, (uint64_t)sysconf(_SC_PAGESIZE), img, bias };
+	return ef_maps_each(pid, first_load, &s) == 1 ? 0 : -1;
 }

@@ -46,6 +46,11 @@ struct ef_go_image {
  * img->version is filled whenever the release could be read. */
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
 
+/* The load bias of process pid running img (its executable's inode ino):
+ * where the mapping of the first PT_LOAD starts, less that segment's
+ * page-aligned address. 0 and *bias set, or -1. */
+int ef_go_load_bias(long pid, uint64_t ino, const struct ef_go_image *img, uint64_t *bias);
+
 /* A few words for why (for --check, the status and the warning line). */
 const char *ef_go_why_text(enum ef_go_why why);
 

@@ -142,23 +142,10 @@ static uint64_t startcode_of(pid_t pid)
 	return field == 26 ? strtoull(p, NULL, 10) : 0;
 }
 
-/* The mapping of the executable's first PT_LOAD: its file's inode, at that
- * segment's page-aligned offset. */
-static int first_load(const struct ef_map_line *m, void *arg)
-{
-	struct proc *p = arg;
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (m->inode != (unsigned long long)p->ino || m->offset != (p->img.first_offset & ~(page - 1)))
-		return 0;
-	p->bias = m->start - (p->img.first_vaddr & ~(page - 1));
-	return 1;
-}
-
-/* The load bias of a PIE: where the mapping of the executable's first
- * PT_LOAD starts, less that segment's page-aligned address. */
+/* The load bias of a PIE (goimage.h). */
 static int bias_of(struct proc *p)
 {
-	return ef_maps_each(p->tgid, first_load, p) == 1 ? 0 : -1;
+	return ef_go_load_bias(p->tgid, (uint64_t)p->ino, &p->img, &p->bias);
 }
 
 /* Reads what the process runs now: GO with the addresses to read, or PASS. */

@@ -13,6 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef EF_HAVE_BPF
+#include "agent.h"
+#endif
 #include "config.h"
 #include "copy.h"
 #include "epollfix.h"
@@ -30,7 +33,9 @@ static void usage(FILE *out)
 	fprintf(out, "usage: epollfix [options] [--] command [args...]\n"
 		     "       epollfix --check [options] [PROGRAM]\n"
 		     "       epollfix status [--json] [--watch[=1s]] [PID]\n"
-		     "       epollfix copy-files DEST\n\n"
+		     "       epollfix copy-files DEST\n"
+		     "       epollfix agent [--all | --path=PREFIX...] | --check\n"
+		     "       epollfix attach PID\n\n"
 		     "Runs command with libepollfix.so preloaded: epoll waits of a rounded-up\n"
 		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
 		     "Options (each sets the variable in brackets; the default in parentheses):\n");
@@ -240,6 +245,16 @@ int main(int argc, char **argv)
 		return ef_status_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "copy-files") == 0)
 		return ef_copy_main(argc - 1, argv + 1);
+	if (argc > 1 && (strcmp(argv[1], "agent") == 0 || strcmp(argv[1], "attach") == 0)) {
+#ifdef EF_HAVE_BPF
+		return ef_agent_main(argc - 1, argv + 1);
+#else
+		fprintf(stderr, "epollfix %s: this epollfix was built without its BPF side "
+				"(meson -Dbpf: clang 15 or later, bpftool, libbpf)\n",
+			argv[1]);
+		return EXIT_USAGE;
+#endif
+	}
 	ef_config_defaults(&scratch);
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		const char *arg = argv[i], *value;

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Runs in the kernel (src/README.md): ends a Go runtime's 1 ms netpoll wait
+ * at the runtime's own deadline (doc/agent.md).
+ *
+ * Go's netpoller waits for its next timer with a raw
+ * epoll_pwait(runtime.epfd, events, 128, 1, NULL) when that timer is under
+ * 1 ms away, after storing the timer's absolute CLOCK_MONOTONIC deadline in
+ * runtime.sched.pollUntil. When such a thread goes to sleep (sched_switch,
+ * run in its context: its memory is the current one), this program reads
+ * pollUntil and arms a bpf_timer at it; the timer's callback schedules task
+ * work in signal mode on the thread, which ends the wait with EINTR and
+ * sends no signal. Go's netpoll(delay > 0) takes EINTR as "re-check timers".
+ *
+ * What makes a wrong or stale address harmless: the program only reads the
+ * process's memory, never writes it; the callback acts only on a thread still
+ * asleep in the same call (epoll_pwait on the epfd it armed for, timeout 1),
+ * of a process still attached; a deadline already interrupted for is never
+ * armed again (a stale pollUntil cannot spin the program). The worst case is
+ * one early EINTR of a netpoll wait, which the runtime expects.
+ *
+ * Nothing here waits on user space: the agent that loaded it only fills
+ * `procs`; killed, its maps and their timers go with its file descriptors;
+ * stopped, the kernel goes on alone. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "netpoll.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TASK_INTERRUPTIBLE 0x1
+#define CLOCK_MONOTONIC 1
+#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define BPF_F_TIMER_ABS_ (1ULL << 0) /* Linux 6.7; older vmlinux.h lack it */
+
+/* The kernel's functions (kfuncs), resolved at load. */
+struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
+void bpf_task_release(struct task_struct *p) __ksym;
+void bpf_rcu_read_lock(void) __ksym;
+void bpf_rcu_read_unlock(void) __ksym;
+int bpf_task_work_schedule_signal_impl(struct task_struct *task, struct bpf_task_work *tw,
+				       void *map__map, bpf_task_work_callback_t callback,
+				       void *aux__prog) __ksym __weak;
+
+/* Attached processes, by tgid: filled and emptied by user space only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EF_BPF_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct ef_bpf_proc);
+} procs SEC(".maps");
+
+/* One entry per thread of an attached process that has slept in a netpoll
+ * wait: its timer, the thread (a counted reference, so the callback can name
+ * it), its task work, and the wait it was armed for. */
+struct thread {
+	struct bpf_timer timer;
+	struct task_struct __kptr *task;
+	struct bpf_task_work tw;
+	__u64 deadline;  /* host CLOCK_MONOTONIC; 0: not in an armed wait */
+	__u64 pollUntil; /* the runtime's deadline armed for (its clock) */
+	__u64 fired;     /* the runtime's deadline last interrupted for */
+	__u32 tgid;
+	__s32 epfd;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EF_BPF_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct thread);
+} threads SEC(".maps");
+
+/* Per tgid, how many times it exec'd or ended (agent_bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EF_BPF_MAX_PROCS * 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} gens SEC(".maps");
+
+/* Execs, for the agent to look at the new image (struct ef_bpf_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EF_BC_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		(*c)++;
+}
+
+/* The task-work callback runs when the thread returns to user space: the
+ * wait has already ended with EINTR, there is nothing left to do. */
+static int work_done(struct bpf_map *map, void *key, void *value)
+{
+	return 0;
+}
+
+/* The thread sleeps in epoll_pwait(epfd, ..., 1, NULL): x86_64's system call
+ * number and argument registers (di, si, dx, r10, r8). */
+static __always_inline int in_netpoll_wait(struct pt_regs *regs, __s32 epfd)
+{
+	return BPF_CORE_READ(regs, orig_ax) == EF_BPF_NR_EPOLL_PWAIT &&
+	       (__s32)BPF_CORE_READ(regs, di) == epfd && BPF_CORE_READ(regs, r10) == 1 &&
+	       BPF_CORE_READ(regs, r8) == 0;
+}
+
+static int timer_fired(void *map, __u32 *key, struct thread *t)
+{
+	struct task_struct *task = NULL;
+	struct ef_bpf_proc *p;
+	__u64 deadline = t->deadline;
+
+	/* Cleared by a later sleep that was not an armed wait, or re-armed. */
+	if (!deadline || bpf_ktime_get_ns() < deadline) {
+		count(EF_BC_STALE);
+		return 0;
+	}
+	t->deadline = 0;
+	p = bpf_map_lookup_elem(&procs, &t->tgid);
+	if (!p) {
+		count(EF_BC_DETACHED);
+		return 0;
+	}
+	bpf_rcu_read_lock();
+	task = t->task;
+	if (task)
+		task = bpf_task_acquire(task);
+	bpf_rcu_read_unlock();
+	if (!task) {
+		count(EF_BC_STALE);
+		return 0;
+	}
+	/* Still asleep in the very call it was armed for. */
+	if (task->__state != TASK_INTERRUPTIBLE ||
+	    !in_netpoll_wait((struct pt_regs *)bpf_task_pt_regs(task), t->epfd)) {
+		count(EF_BC_AWAKE);
+		bpf_task_release(task);
+		return 0;
+	}
+	t->fired = t->pollUntil;
+	if (bpf_task_work_schedule_signal_impl(task, &t->tw, &threads, work_done, NULL) == 0)
+		count(EF_BC_ENDED);
+	else
+		count(EF_BC_BUSY);
+	bpf_task_release(task);
+	return 0;
+}
+
+/* The offset of the task's time namespace from the host's monotonic clock:
+ * the runtime's nanotime() is read in its namespace. */
+static __always_inline __s64 timens_offset(struct task_struct *task)
+{
+	struct timespec64 ts;
+	ts = BPF_CORE_READ(task, nsproxy, time_ns, offsets.monotonic);
+	return ts.tv_sec * (__s64)NSEC_PER_SEC + ts.tv_nsec;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct ef_bpf_proc *p;
+	struct thread *t;
+	struct pt_regs *regs;
+	__s32 epfd;
+	__s64 sched[3]; /* goidgen, lastpoll, pollUntil: runtime.schedt's first words */
+
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		t->deadline = 0; /* whatever this sleep is, the one armed for is over */
+	if (preempt || prev->__state != TASK_INTERRUPTIBLE)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (BPF_CORE_READ(regs, orig_ax) != EF_BPF_NR_EPOLL_PWAIT || BPF_CORE_READ(regs, r10) != 1 ||
+	    BPF_CORE_READ(regs, r8) != 0)
+		return 0;
+	count(EF_BC_WAITS);
+	if (bpf_probe_read_user(&epfd, sizeof(epfd), (void *)p->epfd_addr) != 0 ||
+	    bpf_probe_read_user(sched, sizeof(sched), (void *)p->sched_addr) != 0) {
+		count(EF_BC_UNREADABLE);
+		return 0;
+	}
+	if ((__s32)BPF_CORE_READ(regs, di) != epfd) {
+		count(EF_BC_OTHER_FD);
+		return 0;
+	}
+	/* lastpoll is 0 while the netpoller blocks (runtime/proc.go). */
+	if (sched[1] != 0 || sched[2] <= 0) {
+		count(EF_BC_NOT_POLLING);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	__u64 until = (__u64)sched[2];
+	__u64 deadline = until - timens_offset(prev);
+	/* A deadline this wait of 1 ms would miss, not one long past (a stale
+	 * address) nor one already interrupted for (it would spin). */
+	if (deadline >= now + NSEC_PER_MSEC || deadline + NSEC_PER_MSEC < now) {
+		count(EF_BC_OUT_OF_RANGE);
+		return 0;
+	}
+	if (t && t->fired == until) {
+		count(EF_BC_REPEATED);
+		return 0;
+	}
+	if (!t) {
+		struct thread fresh = { .tgid = tgid };
+		if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) != 0) {
+			count(EF_BC_FULL);
+			return 0;
+		}
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t)
+			return 0;
+		bpf_timer_init(&t->timer, &threads, CLOCK_MONOTONIC);
+		struct task_struct *ref = bpf_task_acquire(prev);
+		if (ref) {
+			ref = bpf_kptr_xchg(&t->task, ref);
+			if (ref)
+				bpf_task_release(ref);
+		}
+	}
+	t->tgid = tgid;
+	t->epfd = epfd;
+	t->pollUntil = until;
+	t->deadline = deadline;
+	bpf_timer_set_callback(&t->timer, timer_fired);
+	if (bpf_timer_start(&t->timer, deadline, BPF_F_TIMER_ABS_) == 0)
+		count(EF_BC_ARMED);
+	else
+		t->deadline = 0, count(EF_BC_FULL);
+	return 0;
+}
+
+/* Changes of a process that make its entry stale: an exec (another image)
+ * and the end of its thread group. Its entry goes at once; the generation
+ * tells the agent, which read the process before, that what it read may be
+ * stale (agent_bpf.c), and the ring buffer tells it to look again. */
+static __always_inline void changed(__u32 tgid, int exec)
+{
+	__u64 one = 1, *gen = bpf_map_lookup_elem(&gens, &tgid);
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+	else
+		bpf_map_update_elem(&gens, &tgid, &one, BPF_ANY);
+	if (bpf_map_delete_elem(&procs, &tgid) == 0)
+		count(EF_BC_DROPPED);
+	if (exec) {
+		struct ef_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (e) {
+			e->tgid = tgid;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task)
+{
+	changed(bpf_get_current_pid_tgid() >> 32, 1);
+	return 0;
+}
+
+/* A thread's entry (and its reference to the task) goes with the thread, a
+ * process's with its last thread (signal->live is already counted down). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	bpf_map_delete_elem(&threads, &tid);
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		changed(id >> 32, 0);
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* What crosses between the kernel program (netpoll.bpf.c) and the agent
+ * that loads it (cmd/agent*.c): the maps' keys and values, and the counters.
+ * Both sides are built from the same tree: no layout number. Included by the
+ * BPF side after vmlinux.h, by the command after <linux/types.h>. */
+#ifndef EPOLLFIX_BPF_NETPOLL_H
+#define EPOLLFIX_BPF_NETPOLL_H
+
+#define EF_BPF_MAX_PROCS 4096
+#define EF_BPF_MAX_THREADS 16384
+#define EF_BPF_NR_EPOLL_PWAIT 281 /* x86_64 */
+
+/* procs' value, keyed by tgid: where the runtime's variables are in the
+ * process (load bias applied). The kernel only reads them. */
+struct ef_bpf_proc {
+	__u64 sched_addr; /* runtime.sched: lastpoll at +8, pollUntil at +16 */
+	__u64 epfd_addr;  /* runtime.epfd, an int32 */
+};
+
+/* events' records: a process exec'd (whatever it runs now). */
+struct ef_bpf_event {
+	__u32 tgid;
+};
+
+/* counters' keys (a per-CPU array: the agent sums the CPUs). */
+enum ef_bpf_counter {
+	EF_BC_WAITS,        /* attached threads asleep in epoll_pwait(..., 1, NULL) */
+	EF_BC_ARMED,        /* timers set at the runtime's deadline */
+	EF_BC_ENDED,        /* waits ended at the deadline (task work scheduled) */
+	EF_BC_OTHER_FD,     /* the wait was not on runtime.epfd */
+	EF_BC_NOT_POLLING,  /* sched.lastpoll not 0, or no pollUntil */
+	EF_BC_OUT_OF_RANGE, /* pollUntil not within the 1 ms wait (or long past) */
+	EF_BC_REPEATED,     /* the deadline already interrupted for once */
+	EF_BC_UNREADABLE,   /* the addresses could not be read */
+	EF_BC_FULL,         /* no room in the threads' map, or the timer refused */
+	EF_BC_STALE,        /* the timer fired for a wait that was over */
+	EF_BC_AWAKE,        /* the thread was no longer in that wait */
+	EF_BC_DETACHED,     /* the process was detached meanwhile */
+	EF_BC_BUSY,         /* the task work was refused (still pending) */
+	EF_BC_DROPPED,      /* attached processes that exec'd or ended */
+	EF_BC_COUNT
+};
+
+#endif

@@ -1,0 +1,375 @@
+/* `epollfix agent` and `epollfix attach PID` (doc/agent.md): the kernel ends
+ * a Go runtime's 1 ms netpoll wait at its own deadline (src/bpf). This side
+ * finds the Go programs, reads where their runtime keeps its variables, and
+ * tells the kernel; it is in the path of no wait. Killed, stopped or gone,
+ * it costs the programs their precision only: what it loaded goes with its
+ * file descriptors (killed), or goes on alone (stopped). */
+#define _GNU_SOURCE
+#include "agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "agent_bpf.h"
+#include "fmt.h"
+#include "goabi.h"
+#include "goimage.h"
+#include "netpoll.h"
+#include "proc.h"
+
+#define EXIT_USAGE 2
+#define MAX_PREFIXES 16
+#define RESCAN_SECONDS 2 /* execs are followed at once; this finds the rest */
+
+/* A process looked at and not attached (not Go, not chosen, refused): not
+ * read again while it is the same process running the same image. */
+struct seen {
+	uint32_t pid;
+	uint64_t start, gen;
+};
+
+static struct {
+	struct ef_abpf *bpf;
+	long only;               /* attach PID: that process alone */
+	const char *prefix[MAX_PREFIXES];
+	int nprefix, all, verbose;
+	struct seen *seen, *next;
+	size_t nseen, nnext, capnext;
+	uint64_t attached;       /* processes attached, over the run */
+} A;
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: epollfix agent [--all | --path=PREFIX...] [--quiet]\n"
+		"       epollfix agent --check\n"
+		"       epollfix attach PID\n\n"
+		"Ends the Go runtime's 1 ms netpoll waits at the runtime's own deadline, from the\n"
+		"kernel (BPF): running Go programs and those that start later (agent), or one\n"
+		"running process (attach, in the foreground). Needs root. SIGINT or SIGTERM\n"
+		"detaches and leaves every program as it was; SIGUSR1 writes the counters.\n"
+		"  --all           every Go program\n"
+		"  --path=PREFIX   the Go programs whose executable's path starts with PREFIX\n"
+		"  --check         say whether this kernel and these privileges allow it, and why\n");
+}
+
+/* Field 22 of /proc/PID/stat, after the command's closing parenthesis. */
+static uint64_t start_time(uint32_t pid)
+{
+	char buf[1024];
+	ssize_t n = ef_proc_read(pid, "stat", buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	char *p = memrchr(buf, ')', (size_t)n);
+	int field = 2;
+	for (; p && *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	return p && field == 22 ? strtoull(p, NULL, 10) : 0;
+}
+
+static int chosen(const char *path)
+{
+	if (A.only || A.all)
+		return 1;
+	for (int i = 0; i < A.nprefix; i++)
+		if (strncmp(path, A.prefix[i], strlen(A.prefix[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Reads the process and attaches it when it is a Go program of a known
+ * layout. 1 attached, 0 not (a verdict for this image), -1 try again. */
+static int look_at(uint32_t pid, uint64_t gen)
+{
+	char link[64], path[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return 0; /* a kernel thread, or gone */
+	path[n] = '\0';
+	if (!chosen(path))
+		return 0;
+	int fd = open(link, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	struct ef_go_image img;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	enum ef_go_why why = ef_go_image_read(fd, &img);
+	close(fd);
+	if (why == EF_GO_NOT_GO || why == EF_GO_NOT_ELF)
+		return 0;
+	uint64_t bias = 0;
+	if (why == EF_GO_OK && img.pie && ef_go_load_bias(pid, (uint64_t)st.st_ino, &img, &bias) != 0)
+		return -1; /* in the middle of an exec: its segments not all mapped */
+	if (why != EF_GO_OK) {
+		if (A.verbose)
+			fprintf(stderr, "epollfix agent: pid %u (%s, %s): not attached: %s\n", pid, path,
+				*img.version ? img.version : "Go", ef_go_why_text(why));
+		return 0;
+	}
+	int r = ef_abpf_attach(A.bpf, pid, gen, img.sched + bias, img.epfd + bias);
+	if (r != 0)
+		return -1;
+	A.attached++;
+	if (A.verbose)
+		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, path, img.version);
+	return 1;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	const struct seen *x = a, *y = b;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void remember(uint32_t pid, uint64_t start, uint64_t gen)
+{
+	if (A.nnext == A.capnext) {
+		size_t cap = A.capnext ? 2 * A.capnext : 1024;
+		struct seen *s = realloc(A.next, cap * sizeof(*s));
+		if (!s)
+			return; /* looked at again next time: slower, not wrong */
+		A.next = s, A.capnext = cap;
+	}
+	A.next[A.nnext++] = (struct seen){ pid, start, gen };
+}
+
+/* One process, in a scan: skipped when it is what it was when last found
+ * not to be for us. */
+static void scan_one(uint32_t pid)
+{
+	if (pid == (uint32_t)getpid() || ef_abpf_attached(A.bpf, pid))
+		return;
+	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = start_time(pid);
+	struct seen key = { pid, 0, 0 };
+	struct seen *s = bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid);
+	if (s && s->start == start && s->gen == gen) {
+		remember(pid, start, gen);
+		return;
+	}
+	if (look_at(pid, gen) == 0)
+		remember(pid, start, gen);
+}
+
+static void scan(void)
+{
+	A.nnext = 0;
+	if (A.only) {
+		scan_one((uint32_t)A.only);
+	} else {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (ef_proc_is_pid(de->d_name))
+				scan_one((uint32_t)strtoul(de->d_name, NULL, 10));
+		if (d)
+			closedir(d);
+	}
+	struct seen *t = A.seen;
+	size_t cap = A.capnext;
+	A.seen = A.next, A.nseen = A.nnext;
+	A.next = t, A.capnext = t ? cap : 0;
+	if (!t)
+		A.capnext = 0;
+	qsort(A.seen, A.nseen, sizeof(*A.seen), by_pid);
+}
+
+/* An exec: the kernel dropped the process's entry; read the new image. */
+static void on_exec(uint32_t tgid, void *arg)
+{
+	(void)arg;
+	if (A.only && tgid != (uint32_t)A.only)
+		return;
+	if (!ef_abpf_attached(A.bpf, tgid))
+		look_at(tgid, ef_abpf_generation(A.bpf, tgid));
+}
+
+static void report(FILE *out)
+{
+	uint64_t c[EF_BC_COUNT];
+	struct rusage ru;
+	ef_abpf_counters(A.bpf, c, EF_BC_COUNT);
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(out,
+		"epollfix[%d] agent: %" PRIu64 " processes attached; %" PRIu64 " netpoll waits, %" PRIu64
+		" timers set at the runtime's deadline, %" PRIu64 " waits ended; fell back: %" PRIu64
+		" other fd, %" PRIu64 " not polling, %" PRIu64 " out of range, %" PRIu64
+		" repeated, %" PRIu64 " unreadable, %" PRIu64 " full; timers that found: %" PRIu64
+		" stale, %" PRIu64 " awake, %" PRIu64 " detached, %" PRIu64 " busy; %" PRIu64
+		" processes exec'd or ended; %ld voluntary switches, %ld us CPU\n",
+		(int)getpid(), A.attached, c[EF_BC_WAITS], c[EF_BC_ARMED], c[EF_BC_ENDED],
+		c[EF_BC_OTHER_FD], c[EF_BC_NOT_POLLING], c[EF_BC_OUT_OF_RANGE], c[EF_BC_REPEATED],
+		c[EF_BC_UNREADABLE], c[EF_BC_FULL], c[EF_BC_STALE], c[EF_BC_AWAKE], c[EF_BC_DETACHED],
+		c[EF_BC_BUSY], c[EF_BC_DROPPED], ru.ru_nvcsw,
+		(long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+			ru.ru_stime.tv_usec);
+	fflush(out);
+}
+
+static int check(void)
+{
+	struct utsname u;
+	int ok = 1;
+	uname(&u);
+	printf("kernel:      %s %s\n", u.sysname, u.release);
+	int btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	printf("BTF:         %s\n", btf ? "/sys/kernel/btf/vmlinux" : "no: /sys/kernel/btf/vmlinux missing (CONFIG_DEBUG_INFO_BTF)");
+	ok &= btf;
+	int tw = btf && (ef_abpf_kernel_has("bpf_task_work_schedule_signal_impl", 1) ||
+			 ef_abpf_kernel_has("bpf_task_work_schedule_signal", 1));
+	printf("task work:   %s\n", tw ? "bpf_task_work_schedule_signal: ends a wait with no signal"
+				  : "no bpf_task_work_schedule_signal kfunc (Linux 6.18 or later)");
+	ok &= tw;
+	printf("privileges:  %s\n", geteuid() == 0 ? "root" : "not root: the agent needs root");
+	ok &= geteuid() == 0;
+	char text[256];
+	struct ef_buf why = EF_BUF(text);
+	if (ok) {
+		struct ef_abpf *b = ef_abpf_open(&why);
+		ok = b != NULL;
+		ef_abpf_close(b);
+	}
+	if (ok)
+		printf("agent:       applies: the kernel ends Go's netpoll waits at the runtime's deadline "
+		       "(tp_btf/sched_switch, bpf_timer, task work)\n");
+	else
+		printf("agent:       does not apply%s%s: `epollfix PROGRAM` supervises a Go program "
+		       "instead (doc/go.md)\n",
+		       *text ? ": " : "", text);
+	return ok ? 0 : 1;
+}
+
+static int run(void)
+{
+	char text[256];
+	struct ef_buf why = EF_BUF(text);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "epollfix agent: needs root (see epollfix agent --check)\n");
+		return 1;
+	}
+	A.bpf = ef_abpf_open(&why);
+	if (!A.bpf) {
+		fprintf(stderr, "epollfix agent: %s (see epollfix agent --check)\n", text);
+		return 1;
+	}
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	int pfd = A.only ? (int)syscall(SYS_pidfd_open, (pid_t)A.only, 0) : -1;
+	struct itimerspec every = { { RESCAN_SECONDS, 0 }, { RESCAN_SECONDS, 0 } };
+	if (ep < 0 || sfd < 0 || tfd < 0 || (A.only && pfd < 0) ||
+	    timerfd_settime(tfd, 0, &every, NULL) != 0) {
+		fprintf(stderr, "epollfix agent: %s%s\n", A.only && pfd < 0 ? "pid: " : "",
+			strerror(errno));
+		ef_abpf_close(A.bpf);
+		return 1;
+	}
+	int fds[] = { sfd, tfd, ef_abpf_events_fd(A.bpf), pfd };
+	for (int i = 0; i < 4; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+		if (fds[i] >= 0)
+			epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+	}
+	scan();
+	if (A.only && !ef_abpf_attached(A.bpf, (uint32_t)A.only))
+		fprintf(stderr, "epollfix attach: pid %ld: not attached (yet): looked at again at "
+				"its next exec and every %d s\n",
+			A.only, RESCAN_SECONDS);
+	int done = 0;
+	while (!done) {
+		struct epoll_event ev[4];
+		int n = epoll_wait(ep, ev, 4, -1);
+		for (int i = 0; i < n; i++) {
+			int fd = ev[i].data.fd;
+			if (fd == sfd) {
+				struct signalfd_siginfo si;
+				if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+				    si.ssi_signo == SIGUSR1)
+					report(stderr);
+				else
+					done = 1;
+			} else if (fd == tfd) {
+				uint64_t ticks;
+				if (read(tfd, &ticks, sizeof(ticks)) > 0)
+					scan();
+			} else if (fd == pfd) {
+				done = 1; /* the process attached to is gone */
+			} else {
+				ef_abpf_events(A.bpf, on_exec, NULL);
+			}
+		}
+	}
+	report(stderr);
+	/* Detaching is closing: the kernel cancels the timers and the task work
+	 * still pending, and nothing is left in any program. */
+	ef_abpf_close(A.bpf);
+	free(A.seen);
+	free(A.next);
+	return 0;
+}
+
+int ef_agent_main(int argc, char **argv)
+{
+	int want_check = 0;
+	int attach = strcmp(argv[0], "attach") == 0;
+	A.verbose = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (!attach && strcmp(a, "--check") == 0) {
+			want_check = 1;
+		} else if (!attach && strcmp(a, "--all") == 0) {
+			A.all = 1;
+		} else if (strcmp(a, "--quiet") == 0) {
+			A.verbose = 0;
+		} else if (!attach && strncmp(a, "--path=", 7) == 0 && a[7] == '/' &&
+			   A.nprefix < MAX_PREFIXES) {
+			A.prefix[A.nprefix++] = a + 7;
+		} else if (attach && !A.only && a[0] >= '1' && a[0] <= '9' &&
+			   strspn(a, "0123456789") == strlen(a) && strlen(a) < 10) {
+			A.only = atol(a);
+		} else {
+			fprintf(stderr, "epollfix %s: unexpected %s\n", argv[0], a);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (want_check)
+		return check();
+	if (attach ? !A.only : !A.all && !A.nprefix) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return run();
+}
