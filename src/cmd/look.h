@@ -88,7 +88,11 @@ const char *ef_look_pwait2_word(const struct look *l);
 
 /* The metrics of every look, in Prometheus's text format (version 0.0.4, which
  * node_exporter's textfile collector reads): one HELP and TYPE a family,
- * counters named _total, base units, no timestamps (metrics.c). */
-void ef_metrics_write(FILE *out, const struct look *looks, size_t n);
+ * counters named _total, base units, no timestamps (metrics.c). A series
+ * stands for the processes of one program in one container, their values
+ * summed, or for one process (its pid among its labels). 0, or -1 when there
+ * was no memory (nothing written). */
+enum ef_metrics_by { EF_METRICS_BY_CONTAINER, EF_METRICS_BY_PROCESS };
+int ef_metrics_write(FILE *out, const struct look *looks, size_t n, enum ef_metrics_by by);
 
 #endif

@@ -1,16 +1,31 @@
 /* `epollfix status --metrics` and `--textfile=DIR`: what the looks at running
- * processes (look.h) hold, for Prometheus. Every sample carries the process:
- * pid, program, and the container it runs in (its pid in its namespace, its
- * cgroup; in Kubernetes namespace, pod and container, or pod_uid and
- * container_id), so a dashboard can tell services apart. Counters are
- * the process's own totals (a server derives rates); the lateness of timed
- * waits is a histogram of the library's own power-of-two buckets. A process
- * whose LD_PRELOAD names the library but that has none loaded has one
- * sample, epollfix_library_loaded 0, and no other. */
+ * processes (look.h) hold, for Prometheus, as series a fleet's Prometheus can
+ * keep (ef_metrics_write says which).
+ *
+ * By default a series stands for the processes of one program in one
+ * container: labels program and, in Kubernetes, namespace, pod, container and
+ * pod_uid (pod_uid and container_id when the names are not known, pod.h), as
+ * cAdvisor and kube-state-metrics label, and none that changes when a process
+ * restarts: a pid would give every restart a new set of series, and each
+ * process ~60 of them (the histogram's buckets). The values are the
+ * processes' sums: counters, the lateness histogram's buckets, and the counts
+ * of processes; the flags (acting, epoll_pwait2 usable) hold for every
+ * process of the series. Per process (EF_METRICS_BY_PROCESS), a series is one
+ * process: pid, program, ns_pid and cgroup besides the pod's labels.
+ *
+ * Counters are the processes' own totals (a server derives rates): a sum drops
+ * when one of its processes exits, which Prometheus's rate() reads as a
+ * counter reset, as for a container that restarts in cAdvisor's. The lateness
+ * of timed waits is a histogram of the library's own power-of-two buckets. A
+ * process whose LD_PRELOAD names the library but that has none loaded counts
+ * only in epollfix_library_loaded (0) and epollfix_processes. */
+#define _GNU_SOURCE /* open_memstream, before musl's 2017 default */
 #include "look.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt.h"
@@ -32,33 +47,76 @@ static void label(FILE *out, const char *name, const char *value)
 	fputc('"', out);
 }
 
-/* `name{pid="..",program="..",ns_pid="..",cgroup=".."`, the pod's labels
- * that are known, and extra, then "} ". */
-static void sample(FILE *out, const char *name, const struct look *l, const char *extra)
+/* The labels of l's series, written once and shared by its families:
+ * `pid="..",program="..",ns_pid="..",cgroup=".."` per process, else
+ * `program=".."`; then the pod's labels that are known. A string to free, or
+ * NULL when there is no memory. */
+static char *labels_of(const struct look *l, enum ef_metrics_by by)
 {
-	char pid[24], ns_pid[24];
-	snprintf(pid, sizeof(pid), "%ld", l->pid);
-	snprintf(ns_pid, sizeof(ns_pid), "%ld", l->ns_pid);
-	fprintf(out, "%s{", name);
-	label(out, "pid", pid);
-	fputc(',', out);
-	label(out, "program", l->comm);
-	fputc(',', out);
-	label(out, "ns_pid", ns_pid);
-	fputc(',', out);
-	label(out, "cgroup", l->cgroup);
+	char *s = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&s, &len);
+	if (!out)
+		return NULL;
+	if (by == EF_METRICS_BY_PROCESS) {
+		char pid[24], ns_pid[24];
+		snprintf(pid, sizeof(pid), "%ld", l->pid);
+		snprintf(ns_pid, sizeof(ns_pid), "%ld", l->ns_pid);
+		label(out, "pid", pid);
+		fputc(',', out);
+		label(out, "program", l->comm);
+		fputc(',', out);
+		label(out, "ns_pid", ns_pid);
+		fputc(',', out);
+		label(out, "cgroup", l->cgroup);
+	} else {
+		label(out, "program", l->comm);
+	}
 	/* Its pod, as far as it is known: names from the variables the chart
-	 * injects, else the uid and id its cgroup path gives (pod.h). */
+	 * injects, else the uid and id its cgroup path gives (pod.h). The
+	 * container's id changes at each of its restarts: a series of the
+	 * container's processes keeps it only when it is the one name the
+	 * container has (kube-state-metrics' kube_pod_container_info joins it
+	 * to the names). */
 	const struct ef_pod *p = &l->pod;
-	const char *const kube[][2] = { { "namespace", p->ns }, { "pod", p->name },
-					{ "container", p->container }, { "pod_uid", p->uid },
-					{ "container_id", p->container_id } };
+	const char *const kube[][2] = {
+		{ "namespace", p->ns }, { "pod", p->name }, { "container", p->container }, { "pod_uid", p->uid },
+		{ "container_id", by == EF_METRICS_BY_PROCESS || !p->container[0] ? p->container_id : "" }
+	};
 	for (size_t i = 0; i < sizeof(kube) / sizeof(kube[0]); i++)
 		if (kube[i][1][0]) {
 			fputc(',', out);
 			label(out, kube[i][0], kube[i][1]);
 		}
-	fprintf(out, "%s%s} ", extra ? "," : "", extra ? extra : "");
+	if (fclose(out) != 0 || !s) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* A series set: the looks of one program in one container (or one process),
+ * members of the sorted array. */
+struct member {
+	const struct look *l;
+	char *labels;
+};
+
+struct group {
+	const char *labels;
+	const struct member *m;
+	size_t n, loaded; /* members, and those with the library loaded */
+};
+
+static int by_labels(const void *a, const void *b)
+{
+	return strcmp(((const struct member *)a)->labels, ((const struct member *)b)->labels);
+}
+
+/* `name{labels,extra} `. */
+static void sample(FILE *out, const char *name, const struct group *g, const char *extra)
+{
+	fprintf(out, "%s{%s%s%s} ", name, g->labels, extra ? "," : "", extra ? extra : "");
 }
 
 static void family(FILE *out, const char *name, const char *type, const char *help)
@@ -66,129 +124,232 @@ static void family(FILE *out, const char *name, const char *type, const char *he
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One counter family of a totals field, every look. */
-#define COUNTER(out, looks, n, name, help, field)                                        \
-	do {                                                                             \
-		family(out, name, "counter", help);                                     \
-		for (size_t i_ = 0; i_ < (n); i_++) {                                   \
-			if (ef_look_unloaded(&(looks)[i_]))                             \
-				continue;                                               \
-			sample(out, name, &(looks)[i_], NULL);                          \
-			fprintf(out, "%" PRIu64 "\n", (looks)[i_].t.field);             \
-		}                                                                       \
-	} while (0)
-
-void ef_metrics_write(FILE *out, const struct look *looks, size_t n)
+/* The sum over the group's processes with the library of the counter at
+ * offset off of their totals. */
+static uint64_t sum_at(const struct group *g, size_t off)
 {
-	static const char *const fn[EF_CALL_COUNT] = { "function=\"epoll_wait\"",
-						       "function=\"epoll_pwait\"" };
+	uint64_t sum = 0;
+	for (size_t i = 0; i < g->n; i++)
+		if (!ef_look_unloaded(g->m[i].l))
+			sum += *(const uint64_t *)(const void *)((const char *)&g->m[i].l->t + off);
+	return sum;
+}
+
+#define AT(field) offsetof(struct ef_totals, field)
+
+/* Whether member i is the first of its group whose word(...) is its own:
+ * each state (or version) a series of its own, once. */
+static int first_of(const struct group *g, size_t i, const char *(*word)(const struct look *))
+{
+	for (size_t j = 0; j < i; j++)
+		if (ef_look_unloaded(g->m[j].l) == ef_look_unloaded(g->m[i].l) &&
+		    strcmp(word(g->m[j].l), word(g->m[i].l)) == 0)
+			return 0;
+	return 1;
+}
+
+/* "version=\"..\",build_id=\"..\"" of a look with the library: the version is
+ * the process's string, through the one escaper; no quote or backslash gets
+ * through it unescaped but these, and a version has neither. */
+static const char *info_labels(const struct look *l)
+{
+	static char extra[160];
+	char version[sizeof(l->block.version) * 4];
+	struct ef_buf vb = EF_BUF(version);
+	ef_esc(&vb, l->block.version, 0);
+	snprintf(extra, sizeof(extra), "version=\"%.40s\",build_id=\"%s\"",
+		 strpbrk(version, "\\\"") ? "?" : version, l->build_id);
+	return extra;
+}
+
+static void write_groups(FILE *out, const struct group *gs, size_t ng)
+{
 	static const struct {
-		enum ef_tclass tc;
+		size_t off;
 		const char *label;
-	} classes[] = { { EF_T_NEGATIVE, "timeout=\"negative\"" }, { EF_T_ZERO, "timeout=\"zero\"" },
-			{ EF_T_ONE_MS, "timeout=\"one_ms\"" }, { EF_T_UP_TO_MAX, "timeout=\"up_to_max\"" },
-			{ EF_T_LONGER, "timeout=\"longer\"" } };
+	} calls[] = { { AT(calls[EF_CALL_WAIT]), "function=\"epoll_wait\"" },
+		      { AT(calls[EF_CALL_PWAIT]), "function=\"epoll_pwait\"" } },
+	  classes[] = { { AT(by_class[EF_T_NEGATIVE]), "timeout=\"negative\"" },
+			{ AT(by_class[EF_T_ZERO]), "timeout=\"zero\"" },
+			{ AT(by_class[EF_T_ONE_MS]), "timeout=\"one_ms\"" },
+			{ AT(by_class[EF_T_UP_TO_MAX]), "timeout=\"up_to_max\"" },
+			{ AT(by_class[EF_T_LONGER]), "timeout=\"longer\"" } };
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+		{ "epollfix_upgraded_waits_total",
+		  "Waits the policy judged rounded-up sub-millisecond requests, made with epoll_pwait2.",
+		  AT(upgraded) },
+		{ "epollfix_hinted_waits_total",
+		  "Waits the program gave an exact timeout for (epollfix_hint_ns, the Python integration).",
+		  AT(hinted) },
+		{ "epollfix_stale_hints_total",
+		  "Exact timeouts dropped because the wait that followed did not fit them.", AT(hint_stale) },
+		{ "epollfix_clamped_waits_total", "Zero-timeout polls of a busy loop given a minimum wait.",
+		  AT(clamped) },
+		{ "epollfix_passed_waits_total", "Waits that ran with the program's own arguments.", AT(passed) },
+		{ "epollfix_fell_back_waits_total",
+		  "Upgrades or clamps that ran the real call because epoll_pwait2 was unusable.", AT(fell_back) },
+		{ "epollfix_genuine_waits_total",
+		  "1 ms waits left alone because the loop means them (recognised or learned).", AT(genuine) },
+		{ "epollfix_empty_zero_polls_total", "Zero-timeout polls that found nothing.", AT(empty_zero) },
+		{ "epollfix_threads_total", "Threads that made an epoll wait.", AT(threads) },
+		{ "epollfix_rationed_waits_total",
+		  "Waits left as asked because the wake-ups the library added reached EPOLLFIX_MAX_EXTRA.",
+		  AT(rationed) },
+	};
 
 	/* Every process whose LD_PRELOAD names the library, loaded or not: a
 	 * pod injected but running without it is 0 here, never just absent. */
 	family(out, "epollfix_library_loaded", "gauge",
-	       "1 when libepollfix is loaded in the process; 0 when its LD_PRELOAD names it and it is not (state: missing, static, not_loaded).");
-	for (size_t i = 0; i < n; i++) {
-		char extra[32];
-		snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_lib_word(&looks[i]));
-		sample(out, "epollfix_library_loaded", &looks[i], extra);
-		fprintf(out, "%d\n", !ef_look_unloaded(&looks[i]));
-	}
+	       "1 when libepollfix is loaded in the processes; 0 when their LD_PRELOAD names it and it is not (state: missing, static, not_loaded).");
+	for (size_t k = 0; k < ng; k++)
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const struct look *l = gs[k].m[i].l;
+			char extra[32];
+			if (!first_of(&gs[k], i, ef_look_lib_word))
+				continue;
+			snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_lib_word(l));
+			sample(out, "epollfix_library_loaded", &gs[k], extra);
+			fprintf(out, "%d\n", !ef_look_unloaded(l));
+		}
+	family(out, "epollfix_processes", "gauge",
+	       "Processes whose LD_PRELOAD names libepollfix, by whether it is loaded (state, as epollfix_library_loaded's).");
+	for (size_t k = 0; k < ng; k++)
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const char *word = ef_look_lib_word(gs[k].m[i].l);
+			char extra[32];
+			size_t count = 0;
+			if (!first_of(&gs[k], i, ef_look_lib_word))
+				continue;
+			for (size_t j = i; j < gs[k].n; j++)
+				count += strcmp(ef_look_lib_word(gs[k].m[j].l), word) == 0;
+			snprintf(extra, sizeof(extra), "state=\"%s\"", word);
+			sample(out, "epollfix_processes", &gs[k], extra);
+			fprintf(out, "%zu\n", count);
+		}
 	family(out, "epollfix_info", "gauge",
-	       "The library in the process: its version and build (always 1).");
-	for (size_t i = 0; i < n; i++) {
-		char extra[160];
-		if (ef_look_unloaded(&looks[i]))
-			continue;
-		char version[sizeof(looks[i].block.version) * 4];
-		struct ef_buf vb = EF_BUF(version);
-		ef_esc(&vb, looks[i].block.version, 0);
-		/* The version is the process's string too: no quote or backslash gets
-		 * through ef_esc unescaped but these, and a version has neither. */
-		snprintf(extra, sizeof(extra), "version=\"%.40s\",build_id=\"%s\"",
-			 strpbrk(version, "\\\"") ? "?" : version, looks[i].build_id);
-		sample(out, "epollfix_info", &looks[i], extra);
-		fputs("1\n", out);
-	}
+	       "The library in the processes: its version and build (always 1).");
+	for (size_t k = 0; k < ng; k++)
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const struct look *l = gs[k].m[i].l;
+			char extra[160];
+			int seen = ef_look_unloaded(l);
+			snprintf(extra, sizeof(extra), "%s", info_labels(l));
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = !ef_look_unloaded(gs[k].m[j].l) &&
+				       strcmp(info_labels(gs[k].m[j].l), extra) == 0;
+			if (seen)
+				continue;
+			sample(out, "epollfix_info", &gs[k], extra);
+			fputs("1\n", out);
+		}
 	family(out, "epollfix_acting", "gauge",
-	       "1 when the library acts in the process, 0 when EPOLLFIX_ONLY, _SKIP or _DISABLE leave it alone.");
-	for (size_t i = 0; i < n; i++) {
-		if (ef_look_unloaded(&looks[i]))
+	       "1 when the library acts in every process, 0 when EPOLLFIX_ONLY, _SKIP or _DISABLE leave one alone.");
+	for (size_t k = 0; k < ng; k++) {
+		int acting = 1;
+		if (!gs[k].loaded)
 			continue;
-		sample(out, "epollfix_acting", &looks[i], NULL);
-		fprintf(out, "%d\n", looks[i].selected && !looks[i].c.disable);
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const struct look *l = gs[k].m[i].l;
+			if (!ef_look_unloaded(l) && !(l->selected && !l->c.disable))
+				acting = 0;
+		}
+		sample(out, "epollfix_acting", &gs[k], NULL);
+		fprintf(out, "%d\n", acting);
 	}
 	family(out, "epollfix_epoll_pwait2_usable", "gauge",
-	       "1 when epoll_pwait2 works in the process; state says why not.");
-	for (size_t i = 0; i < n; i++) {
-		char extra[32];
-		if (ef_look_unloaded(&looks[i]))
-			continue;
-		snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_pwait2_word(&looks[i]));
-		sample(out, "epollfix_epoll_pwait2_usable", &looks[i], extra);
-		fprintf(out, "%d\n", looks[i].pw2_state == EF_PW2_OK);
-	}
+	       "1 when epoll_pwait2 works in the processes; state says why not.");
+	for (size_t k = 0; k < ng; k++)
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const struct look *l = gs[k].m[i].l;
+			char extra[32];
+			if (ef_look_unloaded(l) || !first_of(&gs[k], i, ef_look_pwait2_word))
+				continue;
+			snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_pwait2_word(l));
+			sample(out, "epollfix_epoll_pwait2_usable", &gs[k], extra);
+			fprintf(out, "%d\n", l->pw2_state == EF_PW2_OK);
+		}
 	family(out, "epollfix_calls_total", "counter", "epoll waits the program made, by function.");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned c = 0; c < EF_CALL_COUNT && !ef_look_unloaded(&looks[i]); c++) {
-			sample(out, "epollfix_calls_total", &looks[i], fn[c]);
-			fprintf(out, "%" PRIu64 "\n", looks[i].t.calls[c]);
+	for (size_t k = 0; k < ng; k++)
+		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]) && gs[k].loaded; c++) {
+			sample(out, "epollfix_calls_total", &gs[k], calls[c].label);
+			fprintf(out, "%" PRIu64 "\n", sum_at(&gs[k], calls[c].off));
 		}
 	family(out, "epollfix_timeouts_total", "counter",
 	       "epoll waits by the timeout the program asked for.");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned k = 0; k < sizeof(classes) / sizeof(classes[0]) && !ef_look_unloaded(&looks[i]); k++) {
-			sample(out, "epollfix_timeouts_total", &looks[i], classes[k].label);
-			fprintf(out, "%" PRIu64 "\n", looks[i].t.by_class[classes[k].tc]);
+	for (size_t k = 0; k < ng; k++)
+		for (size_t c = 0; c < sizeof(classes) / sizeof(classes[0]) && gs[k].loaded; c++) {
+			sample(out, "epollfix_timeouts_total", &gs[k], classes[c].label);
+			fprintf(out, "%" PRIu64 "\n", sum_at(&gs[k], classes[c].off));
 		}
-	COUNTER(out, looks, n, "epollfix_upgraded_waits_total",
-		"Waits the policy judged rounded-up sub-millisecond requests, made with epoll_pwait2.",
-		upgraded);
-	COUNTER(out, looks, n, "epollfix_hinted_waits_total",
-		"Waits the program gave an exact timeout for (epollfix_hint_ns, the Python integration).",
-		hinted);
-	COUNTER(out, looks, n, "epollfix_stale_hints_total",
-		"Exact timeouts dropped because the wait that followed did not fit them.", hint_stale);
-	COUNTER(out, looks, n, "epollfix_clamped_waits_total",
-		"Zero-timeout polls of a busy loop given a minimum wait.", clamped);
-	COUNTER(out, looks, n, "epollfix_passed_waits_total",
-		"Waits that ran with the program's own arguments.", passed);
-	COUNTER(out, looks, n, "epollfix_fell_back_waits_total",
-		"Upgrades or clamps that ran the real call because epoll_pwait2 was unusable.", fell_back);
-	COUNTER(out, looks, n, "epollfix_genuine_waits_total",
-		"1 ms waits left alone because the loop means them (recognised or learned).", genuine);
-	COUNTER(out, looks, n, "epollfix_empty_zero_polls_total",
-		"Zero-timeout polls that found nothing.", empty_zero);
-	COUNTER(out, looks, n, "epollfix_threads_total", "Threads that made an epoll wait.", threads);
-	COUNTER(out, looks, n, "epollfix_rationed_waits_total",
-		"Waits left as asked because the wake-ups the library added reached EPOLLFIX_MAX_EXTRA.",
-		rationed);
+	for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+		family(out, counters[c].name, "counter", counters[c].help);
+		for (size_t k = 0; k < ng; k++) {
+			if (!gs[k].loaded)
+				continue;
+			sample(out, counters[c].name, &gs[k], NULL);
+			fprintf(out, "%" PRIu64 "\n", sum_at(&gs[k], counters[c].off));
+		}
+	}
 
 	family(out, "epollfix_wait_lateness_seconds", "histogram",
 	       "How late the library's timed waits (upgraded or hinted) came back after their timeout.");
-	for (size_t i = 0; i < n; i++) {
-		const struct ef_totals *t = &looks[i].t;
+	for (size_t k = 0; k < ng; k++) {
 		uint64_t cum = 0;
-		if (ef_look_unloaded(&looks[i]))
+		if (!gs[k].loaded)
 			continue;
 		for (unsigned b = 0; b < EF_LATE_BUCKETS; b++) {
 			char extra[48];
-			cum += t->late[b];
+			cum += sum_at(&gs[k], AT(late) + b * sizeof(uint64_t));
 			if (b == EF_LATE_BUCKETS - 1)
 				snprintf(extra, sizeof(extra), "le=\"+Inf\"");
 			else
 				snprintf(extra, sizeof(extra), "le=\"%g\"", (double)(1u << b) * 1e-6);
-			sample(out, "epollfix_wait_lateness_seconds_bucket", &looks[i], extra);
+			sample(out, "epollfix_wait_lateness_seconds_bucket", &gs[k], extra);
 			fprintf(out, "%" PRIu64 "\n", cum);
 		}
-		sample(out, "epollfix_wait_lateness_seconds_sum", &looks[i], NULL);
-		fprintf(out, "%.9f\n", (double)t->late_ns * 1e-9);
-		sample(out, "epollfix_wait_lateness_seconds_count", &looks[i], NULL);
+		sample(out, "epollfix_wait_lateness_seconds_sum", &gs[k], NULL);
+		fprintf(out, "%.9f\n", (double)sum_at(&gs[k], AT(late_ns)) * 1e-9);
+		sample(out, "epollfix_wait_lateness_seconds_count", &gs[k], NULL);
 		fprintf(out, "%" PRIu64 "\n", cum);
 	}
+}
+
+int ef_metrics_write(FILE *out, const struct look *looks, size_t n, enum ef_metrics_by by)
+{
+	struct member *ms = calloc(n ? n : 1, sizeof(*ms));
+	struct group *gs = calloc(n ? n : 1, sizeof(*gs));
+	size_t nm = 0, ng = 0;
+	int r = 0;
+
+	if (!ms || !gs) {
+		r = -1;
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ms[nm].l = &looks[i];
+		if (!(ms[nm].labels = labels_of(&looks[i], by))) {
+			r = -1;
+			goto done;
+		}
+		nm++;
+	}
+	/* Per process, in the order of the looks (pids differ: one each). */
+	if (by != EF_METRICS_BY_PROCESS)
+		qsort(ms, nm, sizeof(*ms), by_labels);
+	for (size_t i = 0; i < nm; i++) {
+		if (!ng || by == EF_METRICS_BY_PROCESS || strcmp(gs[ng - 1].labels, ms[i].labels) != 0)
+			gs[ng++] = (struct group){ ms[i].labels, &ms[i], 0, 0 };
+		gs[ng - 1].n++;
+		gs[ng - 1].loaded += !ef_look_unloaded(ms[i].l);
+	}
+	write_groups(out, gs, ng);
+done:
+	for (size_t i = 0; ms && i < nm; i++)
+		free(ms[i].labels);
+	free(ms);
+	free(gs);
+	return r;
 }

@@ -28,7 +28,7 @@
 static int usage(FILE *out)
 {
 	fprintf(out,
-		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--watch[=1s]] [PID]\n\n"
+		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--per-process] [--watch[=1s]] [PID]\n\n"
 		"Without PID: one line for each process with libepollfix loaded that you may read\n"
 		"(and for each whose LD_PRELOAD names it but that has it not loaded, NOT LOADED),\n"
 		"and the report line of each Go supervisor (epollfix-gosup, doc/go.md).\n"
@@ -36,7 +36,9 @@ static int usage(FILE *out)
 		"Rates are per second since the process started, or with --watch since the previous\n"
 		"refresh. --json: one JSON object per process and line. --metrics: Prometheus's\n"
 		"text format; --textfile=DIR: the same into DIR/epollfix.prom, replaced whole\n"
-		"(node_exporter's textfile collector).\n"
+		"(node_exporter's textfile collector). A series stands for a program in a\n"
+		"container (its namespace, pod and container), its processes summed; with\n"
+		"--per-process, or PID, for one process (its pid, ns_pid and cgroup too).\n"
 		"Exit status: 0; 2 usage; 3 no such process; 4 not permitted; 5 libepollfix not\n"
 		"loaded there; 6 a libepollfix of another version or layout.\n");
 	return out == stdout ? 0 : EF_ST_USAGE;
@@ -84,12 +86,14 @@ struct metrics_in {
 	const struct look *ls;
 	size_t n;
 	long pid;
+	enum ef_metrics_by by;
 };
 
 static void write_metrics(FILE *out, void *arg)
 {
 	const struct metrics_in *in = arg;
-	ef_metrics_write(out, in->ls, in->n);
+	if (ef_metrics_write(out, in->ls, in->n, in->by) != 0)
+		fprintf(stderr, "epollfix: status: no memory for the metrics of %zu processes\n", in->n);
 	ef_golook_metrics(out, in->pid);
 }
 
@@ -192,7 +196,7 @@ static size_t count_proc(void)
 
 int ef_status_main(int argc, char **argv)
 {
-	int json = 0, watch = 0, metrics = 0;
+	int json = 0, watch = 0, metrics = 0, per_process = 0;
 	const char *textfile = NULL;
 	int64_t every_ns = 1000000000;
 	long pid = 0;
@@ -208,6 +212,8 @@ int ef_status_main(int argc, char **argv)
 		} else if (strncmp(a, "--textfile=", 11) == 0 && a[11]) {
 			metrics = 1;
 			textfile = a + 11;
+		} else if (strcmp(a, "--per-process") == 0) {
+			per_process = 1;
 		} else if (strcmp(a, "--watch") == 0) {
 			watch = 1;
 		} else if (strncmp(a, "--watch=", 8) == 0) {
@@ -230,6 +236,10 @@ int ef_status_main(int argc, char **argv)
 		fprintf(stderr, "epollfix: status: --json and --metrics are two formats: one of them\n");
 		return EF_ST_USAGE;
 	}
+	if (per_process && !metrics) {
+		fprintf(stderr, "epollfix: status: --per-process is of --metrics and --textfile\n");
+		return EF_ST_USAGE;
+	}
 	/* --textfile: DIR opened once, held for every round (textfile.h). */
 	struct ef_textfile tf = { textfile, -1 };
 	if (textfile && ef_textfile_open(&tf, textfile) != 0)
@@ -237,7 +247,10 @@ int ef_status_main(int argc, char **argv)
 	for (; metrics;) {
 		struct look *ls;
 		size_t n = collect(pid, &ls);
-		struct metrics_in in = { ls, n, pid };
+		/* One process asked for by its pid: its own series, as the
+		 * process it is. */
+		struct metrics_in in = { ls, n, pid,
+					 per_process || pid ? EF_METRICS_BY_PROCESS : EF_METRICS_BY_CONTAINER };
 		const char *why;
 		int r = EF_ST_OK;
 		if (pid && !n)

@@ -817,18 +817,31 @@ m, b, l = (objs[int(p)] for p in sys.argv[1:4])
 assert (m["library_state"], b["library_state"], l["library_state"]) == ("missing", "not_loaded", "loaded"), objs
 assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missing" "$bad" "$loaded" <<<"$output"
 
-	# The agent's metrics: every process of the pod, loaded or not.
+	# The agent's metrics: every process of the pod, loaded or not, a
+	# series for each state of the container's program.
 	run "$cmd" status --metrics
+	assert_success
+	local pod="program=\"ef-sleep\",namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\""
+	assert_line "epollfix_library_loaded{$pod,state=\"missing\"} 0"
+	assert_line "epollfix_library_loaded{$pod,state=\"not_loaded\"} 0"
+	assert_line "epollfix_library_loaded{$pod,state=\"loaded\"} 1"
+	assert_line "epollfix_processes{$pod,state=\"missing\"} 1"
+	assert_line "epollfix_processes{$pod,state=\"not_loaded\"} 1"
+	assert_line "epollfix_processes{$pod,state=\"loaded\"} 1"
+	# Per process, the same with each one's pid.
+	run "$cmd" status --metrics --per-process
 	assert_success
 	local labels="namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\""
 	assert_line "epollfix_library_loaded{pid=\"$missing\",program=\"ef-sleep\",ns_pid=\"$missing\",cgroup=\"/$path\",$labels,state=\"missing\"} 0"
 	assert_line "epollfix_library_loaded{pid=\"$bad\",program=\"ef-sleep\",ns_pid=\"$bad\",cgroup=\"/$path\",$labels,state=\"not_loaded\"} 0"
 	assert_line "epollfix_library_loaded{pid=\"$loaded\",program=\"ef-sleep\",ns_pid=\"$loaded\",cgroup=\"/$path\",$labels,state=\"loaded\"} 1"
+	assert_line "epollfix_processes{pid=\"$missing\",program=\"ef-sleep\",ns_pid=\"$missing\",cgroup=\"/$path\",$labels,state=\"missing\"} 1"
 	# No other family counts what a process without the library did.
 	run grep -c "pid=\"$missing\"" <<<"$output"
-	assert_output 1
+	assert_output 2
 	if command -v promtool >/dev/null; then
 		"$cmd" status --metrics | promtool check metrics || fail "promtool"
+		"$cmd" status --metrics --per-process | promtool check metrics || fail "promtool"
 	fi
 	run "$cmd" status --metrics "$missing"
 	assert_success
@@ -850,6 +863,42 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 	run "$cmd" status --metrics "$static"
 	assert_success
 	assert_output --partial "program=\"static-sleep\",ns_pid=\"$static\",cgroup=\"/$path\",$labels,state=\"static\"} 0"
+}
+
+@test "status: by default a container's processes are one series set, named by its pod and container, their counters summed; a second container's apart" {
+	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	local uid id other
+	new_pod
+	other=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	make_cgroup "$root" "kubepods/pod$uid/$id"
+	make_cgroup "$root" "kubepods/pod$uid/$other"
+	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_POD_UID=$uid"
+	local p
+	for p in a b; do
+		# shellcheck disable=SC2086
+		start_in_cgroups "$BATS_TEST_TMPDIR/$p" "$root/kubepods/pod$uid/$id" -- \
+			env $vars EPOLLFIX_CONTAINER_NAME=app LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	done
+	# shellcheck disable=SC2086
+	start_in_cgroups "$BATS_TEST_TMPDIR/c" "$root/kubepods/pod$uid/$other" -- \
+		env $vars EPOLLFIX_CONTAINER_NAME=sidecar LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	run "$cmd" status --metrics
+	assert_success
+	local mine app="program=\"ef-sleep\",namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\""
+	mine=$(grep "pod_uid=\"$uid\"" <<<"$output")
+	# Nothing that changes when a process or its container restarts.
+	! grep -q '[{,]\(pid\|ns_pid\|cgroup\|container_id\)="' <<<"$mine" || fail "$(head -3 <<<"$mine")"
+	grep -qx "epollfix_processes{$app,state=\"loaded\"} 2" <<<"$mine" || fail "$mine"
+	grep -qx "epollfix_threads_total{$app} 2" <<<"$mine" || fail "$mine"
+	grep -qx "epollfix_threads_total{${app/\"app\"/\"sidecar\"}} 1" <<<"$mine" || fail "$mine"
+	assert_equal "$(grep -c "^epollfix_calls_total{$app,function=\"epoll_wait\"} [1-9]" <<<"$mine")" 1
+	# The two containers' sets, the same families.
+	assert_equal "$(grep -c "container=\"app\"" <<<"$mine")" "$(grep -c "container=\"sidecar\"" <<<"$mine")"
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output" || fail "promtool: $(promtool check metrics <<<"$output" 2>&1)"
+	fi
 }
 
 @test "status: the agent's two capabilities are the ones it needs: SYS_PTRACE to read another user's process, DAC_READ_SEARCH for its environment" {
@@ -911,9 +960,9 @@ evaluation_interval: 1m
 tests:
   - interval: 1m
     input_series:
-      - series: 'epollfix_upgraded_waits_total{pid="7",program="app",pod_uid="u-1",container_id="abc"}'
+      - series: 'epollfix_upgraded_waits_total{program="app",pod_uid="u-1",container_id="abc"}'
         values: '0+120x10'
-      - series: 'epollfix_upgraded_waits_total{pid="8",program="app",namespace="shop",pod="named",container="c"}'
+      - series: 'epollfix_upgraded_waits_total{program="app",namespace="shop",pod="named",container="c",pod_uid="u-3"}'
         values: '0+60x10'
       - series: 'kube_pod_container_info{namespace="shop",pod="web-1",container="app",container_id="containerd://abc",uid="u-1",image="x"}'
         values: '1x10'
@@ -978,13 +1027,28 @@ PY
 		# Until the program has upgraded a wait: its first scrape may come
 		# before that, on a loaded machine.
 		scraped=$(curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null) &&
-			grep -q "^epollfix_upgraded_waits_total{.*pid=\"$app\".*} [1-9]" <<<"$scraped" && break
+			grep -q "^epollfix_upgraded_waits_total{.*pod_uid=\"$uid\".*} [1-9]" <<<"$scraped" && break
 		sleep 0.2
 	done
 	grep -q '^node_textfile_scrape_error 0$' <<<"$scraped" ||
 		fail "node_exporter: $(grep textfile <<<"$scraped"; tail -5 "$BATS_TEST_TMPDIR/exporter.log" "$BATS_TEST_TMPDIR/status.log")"
-	grep -q "^epollfix_upgraded_waits_total{.*container=\"app\".*namespace=\"shop\".*pid=\"$app\",pod=\"web-1\".*} [1-9]" <<<"$scraped" ||
+	# By its container, as the chart's default has it: no label that names
+	# the process (node_exporter sorts the labels).
+	grep -q "^epollfix_upgraded_waits_total{container=\"app\",namespace=\"shop\",pod=\"web-1\",pod_uid=\"$uid\",program=\"ef-sleep\"} [1-9]" <<<"$scraped" ||
 		fail "not served with its pod: $(grep "^epollfix_upgraded" <<<"$scraped")"
+	# (The Go supervisors' families, epollfix_go_*, are each supervisor's.)
+	! grep -v '^epollfix_go_' <<<"$scraped" | grep -q '^epollfix_.*[{,]\(pid\|ns_pid\|cgroup\)=' ||
+		fail "a process's labels: $(grep -m3 'pid=' <<<"$scraped")"
 	# Only the textfile collector: the node's own metrics are the cluster's node_exporter's.
 	! grep -q '^node_cpu_seconds_total' <<<"$scraped" || fail "the node's own collectors run"
+	# agent.perProcess: the same command, a series set for each process.
+	render "$BATS_TEST_TMPDIR/per" --kube-version 1.37.0 --set agent.perProcess=true
+	"$K8S_TOOLS/venv/bin/python" - "$BATS_TEST_TMPDIR/chart/all.yaml" "$BATS_TEST_TMPDIR/per/all.yaml" <<'PY'
+import sys, yaml
+def status(path):
+    ds = next(d for d in yaml.safe_load_all(open(path)) if d and d["kind"] == "DaemonSet")
+    return next(c["command"] for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "epollfix-status")
+default, per = status(sys.argv[1]), status(sys.argv[2])
+assert "--per-process" not in default and per == default + ["--per-process"], (default, per)
+PY
 }

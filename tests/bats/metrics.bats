@@ -41,9 +41,10 @@ start_in_pid_ns() {
 }
 
 # A timer loop with the library, reading as a service would: 50 us sleeps
-# for a minute (the test stops it).
+# for a minute (the test stops it). start_loop [PROGRAM [OUT]]: PROGRAM a copy
+# of ef-sleep.
 start_loop() {
-	bg "$BATS_TEST_TMPDIR/loop" env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	bg "${2:-$BATS_TEST_TMPDIR/loop}" env LD_PRELOAD="$EPOLLFIX_LIB" "${1:-$EPOLLFIX_PROGS/ef-sleep}" --count 1000000
 	local i
 	for i in $(seq 50); do
 		"$cmd" status "$started" >/dev/null 2>&1 && return 0
@@ -78,6 +79,83 @@ start_loop() {
 	assert_success
 	run promtool check metrics <<<"$output"
 	assert_success
+}
+
+# start_named NAME: the timer loop with the library, as a program of its own
+# name (no other test's or user's process shares it); its pid in $started.
+start_named() {
+	[ -e "$BATS_TEST_TMPDIR/$1" ] || cp "$EPOLLFIX_PROGS/ef-sleep" "$BATS_TEST_TMPDIR/$1"
+	start_loop "$BATS_TEST_TMPDIR/$1" "$BATS_TEST_TMPDIR/$1.$RANDOM"
+}
+
+# sum_of FAMILY LABELS METRICS: the values of FAMILY's samples that have
+# LABELS, summed.
+sum_of() {
+	grep "^$1{.*$2" <<<"$3" | awk '{s += $NF} END {printf "%d\n", s}'
+}
+
+@test "metrics: by default a program's processes are one series set, their counters summed, without pid, ns_pid or cgroup" {
+	name=agg$RANDOM$RANDOM
+	start_named "$name"
+	a=$started
+	start_named "$name"
+	b=$started
+	sleep 0.3
+	# Per process before and after: the sums bound the default's between.
+	before=$("$cmd" status --metrics --per-process)
+	run "$cmd" status --metrics
+	assert_success
+	metrics=$output
+	after=$("$cmd" status --metrics --per-process)
+	mine=$(grep "^epollfix_[a-z_]*{program=\"$name\"[,}]" <<<"$metrics")
+	refute_output --regexp '[{,](pid|ns_pid|cgroup)="'
+	# One set: one sample of each series, the two processes in it.
+	assert_equal "$(grep -c "^epollfix_calls_total{program=\"$name\",function=\"epoll_wait\"}" <<<"$mine")" 1
+	grep -qx "epollfix_processes{program=\"$name\",state=\"loaded\"} 2" <<<"$mine" || fail "$mine"
+	grep -qx "epollfix_threads_total{program=\"$name\"} 2" <<<"$mine" || fail "$mine"
+	grep -qx "epollfix_library_loaded{program=\"$name\",state=\"loaded\"} 1" <<<"$mine" || fail "$mine"
+	grep -qx "epollfix_acting{program=\"$name\"} 1" <<<"$mine" || fail "$mine"
+	assert_equal "$(grep -c "^epollfix_wait_lateness_seconds_bucket{program=\"$name\"," <<<"$mine")" \
+		"$(grep -c "^epollfix_wait_lateness_seconds_bucket{pid=\"$a\"," <<<"$before")"
+	for series in 'epollfix_calls_total function="epoll_wait"' 'epollfix_upgraded_waits_total ' \
+		'epollfix_wait_lateness_seconds_count ' 'epollfix_wait_lateness_seconds_bucket le="+Inf"'; do
+		read -r family labels <<<"$series"
+		total=$(sum_of "$family" "$labels" "$mine")
+		low=$(grep -e "pid=\"$a\"" -e "pid=\"$b\"" <<<"$before")
+		high=$(grep -e "pid=\"$a\"" -e "pid=\"$b\"" <<<"$after")
+		low=$(sum_of "$family" "$labels" "$low") high=$(sum_of "$family" "$labels" "$high")
+		[ "$total" -gt 0 ] && [ "$low" -le "$total" ] && [ "$total" -le "$high" ] ||
+			fail "$family{$labels}: $total, not between the processes' sums $low and $high"
+	done
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$metrics" || fail "promtool: $(promtool check metrics <<<"$metrics" 2>&1)"
+	fi
+}
+
+@test "metrics: --per-process gives each process its series set, with its pid, ns_pid and cgroup" {
+	name=per$RANDOM$RANDOM
+	start_named "$name"
+	a=$started
+	start_named "$name"
+	b=$started
+	run "$cmd" status --metrics --per-process
+	assert_success
+	for p in $a $b; do
+		assert_line --regexp "^epollfix_threads_total\{pid=\"$p\",program=\"$name\",ns_pid=\"[0-9]+\",cgroup=\"[^\"]*\"\} 1$"
+		assert_line --regexp "^epollfix_processes\{pid=\"$p\",program=\"$name\",.*,state=\"loaded\"\} 1$"
+		assert_equal "$(grep -c "^epollfix_.*{pid=\"$p\"," <<<"$output")" \
+			"$(grep -c "^epollfix_.*{program=\"$name\"[,}]" <<<"$("$cmd" status --metrics)")"
+	done
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output" || fail "promtool: $(promtool check metrics <<<"$output" 2>&1)"
+	fi
+	# Without --metrics or --textfile it has nothing to change.
+	run "$cmd" status --per-process
+	assert_failure 2
+	# One process asked for by its pid is that process, as it always was.
+	run "$cmd" status --metrics "$a"
+	assert_success
+	assert_line --regexp "^epollfix_threads_total\{pid=\"$a\",program=\"$name\",ns_pid="
 }
 
 @test "metrics: --textfile replaces DIR/epollfix.prom whole, never half written, and node_exporter serves it" {
