@@ -538,13 +538,14 @@ static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
  * counter taken back after a reader saw it would look to Prometheus like a
  * reset. The slot is the thread's tls.slot, reloaded after the call (one
  * load, nothing kept across it): the same one tls.zfast was, which a signal
- * handler's call during the real one may have cleared since. One branch asks
- * both whether the poll was empty and whether zero-timeout calls are held. */
+ * handler's call during the real one may have cleared since. One comparison
+ * asks both whether the poll was empty and whether zero-timeout calls are
+ * held (ef_fast_zero_empty). */
 static EF_WAIT_PATH EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
 					    int timeout)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
-	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_WAIT, r);
 	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_WAIT);
 	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
@@ -555,7 +556,7 @@ static EF_WAIT_PATH EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, in
 					     int timeout, const sigset_t *mask)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
-	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_PWAIT, r);
 	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_PWAIT);
 	__asm__("" : "+r"(r));
