@@ -88,6 +88,7 @@ void ef_interpose_init(void)
 
 static __attribute__((noinline)) struct ef_slot *claim_slot(void)
 {
+	ef_interpose_notice_child();
 	tls.slot = ef_stats_claim();
 	if (slot_key_ready && !ef_stats_shared(tls.slot))
 		pthread_setspecific(slot_key, &tls);
@@ -117,6 +118,29 @@ void ef_interpose_child(void)
 	ef_pwait2_after_fork();
 	ef_interpose_after_fork();
 	ef_ration_after_fork();
+}
+
+/* In a child made with its own copy of memory by a call that runs no atfork
+ * handler (libc's clone, a raw clone or clone3), noticed where it next enters
+ * the library off the fast path (its counts were zeroed by the kernel,
+ * stats.c): what the fork handler does, but for the slots of the parent's
+ * other threads, which stay taken (the thread here need not be the one that
+ * made the child, whose slot it could then give away). */
+static __attribute__((noinline, cold)) void new_process(void)
+{
+	int saved = errno;
+	ef_state_after_fork();
+	ef_pwait2_after_fork();
+	ef_ration_after_fork();
+	if (tls.slot)
+		ef_stats_add(tls.slot, EF_K_THREADS);
+	errno = saved;
+}
+
+void ef_interpose_notice_child(void)
+{
+	if (__builtin_expect(ef_stats_new_process(), 0))
+		new_process();
 }
 
 /* After the slow path: may the thread's next call take the fast path? It calls
@@ -397,6 +421,7 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 							       const sigset_t *mask, const void *ra)
 {
 	struct ef_thread *t = &tls.policy;
+	ef_interpose_notice_child();
 	const struct ef_config *c = ef_fast_disabled() ? NULL : ef_state_config_copy(&tls.config);
 
 	if (!c || c->disable) {
@@ -662,6 +687,7 @@ EXPORT int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxe
  * the library's prctl from now on), then read and passed on (real.c). */
 static long seccomp_request(int via_prctl, unsigned long op, unsigned long flags, void *prog)
 {
+	ef_interpose_notice_child();
 	const struct ef_config *c = ef_state_config_copy(&tls.config);
 	slack_restore();
 	fast_again();

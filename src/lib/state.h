@@ -134,6 +134,11 @@ void ef_interpose_after_fork(void);
  * ef_pwait2_after_fork, ef_interpose_after_fork, ef_ration_after_fork). */
 void ef_interpose_child(void);
 
+/* In a child made with its own copy of memory that no fork handler reached
+ * (libc's clone, a raw clone or clone3): the rest of the reset, once; called
+ * where the library is entered off the fast path. */
+void ef_interpose_notice_child(void);
+
 /* Fills the status block's addresses and build id, then marks it ready
  * (constructor; block.c). */
 void ef_live_init(void);
