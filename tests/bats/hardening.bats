@@ -171,6 +171,22 @@ same() {
 	assert_output --regexp 'stuck=0$'
 }
 
+@test "clone and clone3: any flags, stack or pointer the kernel accepts or refuses give what they give without the library" {
+	# Children with their own memory and a thread pointer of their own, or a
+	# 256-byte stack, run and exit; refused requests fail with the same errno;
+	# nothing crashes. The library runs no code of its own in any child.
+	for way in settls raw-settls clone3-settls tiny-stack vm-vfork \
+		clone3-efault clone3-null clone3-short raw-einval clone-einval; do
+		run "$EPOLLFIX_PROGS/ef-clone-edges" "$way"
+		assert_success
+		without=$output
+		[[ $without == "$way: "* ]] || fail "without the library: $output"
+		run preload "$EPOLLFIX_PROGS/ef-clone-edges" "$way"
+		assert_success
+		assert_output "$without"
+	done
+}
+
 @test "vfork + exec and posix_spawn: the child inherits LD_PRELOAD and is upgraded" {
 	run preload "$H/ef-proc" vfork-exec "$H/ef-proc" measure
 	assert_success
