@@ -187,6 +187,15 @@ same() {
 	done
 }
 
+@test "a raw clone while another thread changes the policy: the child changes it too, never waits on the parent's lock" {
+	# No atfork handler runs in such a child: it learns it is new where it
+	# enters the library (here epollfix_set) and undoes what another thread
+	# of its parent had under way (without that, most of them hang).
+	run preload "$H/ef-proc" clone-set 20
+	assert_success
+	assert_output "children=20 hung=0 failed=0"
+}
+
 @test "vfork + exec and posix_spawn: the child inherits LD_PRELOAD and is upgraded" {
 	run preload "$H/ef-proc" vfork-exec "$H/ef-proc" measure
 	assert_success
