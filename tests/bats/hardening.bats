@@ -175,8 +175,11 @@ same() {
 	# Children with their own memory and a thread pointer of their own, or a
 	# 256-byte stack, run and exit; refused requests fail with the same errno;
 	# nothing crashes. The library runs no code of its own in any child.
-	for way in settls raw-settls clone3-settls tiny-stack vm-vfork \
-		clone3-efault clone3-null clone3-short raw-einval clone-einval; do
+	local ways=(settls tiny-stack vm-vfork clone3-efault clone3-null clone3-short raw-einval clone-einval)
+	# After a raw clone with a thread pointer of its own, an instrumented
+	# program's own code (the sanitizers' syscall()) needs the one it gave up.
+	[[ ${EPOLLFIX_SANITIZE:-none} == none ]] && ways+=(raw-settls clone3-settls)
+	for way in "${ways[@]}"; do
 		run "$EPOLLFIX_PROGS/ef-clone-edges" "$way"
 		assert_success
 		without=$output
