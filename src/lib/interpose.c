@@ -564,29 +564,31 @@ static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 
 /* A zero-timeout poll, counted once it is known whether it was empty: a
  * counter taken back after a reader saw it would look to Prometheus like a
- * reset. The slot is the thread's tls.slot, reloaded after the call (one
- * load, nothing kept across it): the same one tls.zfast was, which a signal
- * handler's call during the real one may have cleared since. One comparison
- * asks both whether the poll was empty and whether zero-timeout calls are
- * held (ef_fast_zero_empty). */
+ * reset. s is tls.zfast as read before the call, kept across it in a
+ * register the call preserves: after a system call a reload of the thread's
+ * data cost more than the saving of that register. It is still the thread's
+ * slot (tls.slot), which never changes while the thread runs; a signal
+ * handler's call during the real one may clear tls.zfast, not that. One
+ * comparison asks both whether the poll was empty and whether zero-timeout
+ * calls are held (ef_fast_zero_empty). */
 static EF_WAIT_PATH EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
-					    int timeout)
+					    int timeout, struct ef_slot *s)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
 	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_WAIT, r);
-	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_WAIT);
+	ef_slot_bump(s, EF_K_EMPTY + EF_CALL_WAIT);
 	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
 	return r;
 }
 
 static EF_WAIT_PATH EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
-					     int timeout, const sigset_t *mask)
+					     int timeout, const sigset_t *mask, struct ef_slot *s)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
 	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_PWAIT, r);
-	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_PWAIT);
+	ef_slot_bump(s, EF_K_EMPTY + EF_CALL_PWAIT);
 	__asm__("" : "+r"(r));
 	return r;
 }
@@ -634,13 +636,13 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 		return pass_nonzero(call, s, ef_key(call, EF_T_LONGER, EF_O_PASSED), epfd, ev,
 				    maxevents, timeout, mask);
 	}
-	if (__builtin_expect(!tls.zfast, 0))
+	if (__builtin_expect(!(s = tls.zfast), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
 	/* Counted after the call, as what it was. The call that needs a frame is
 	 * in a function of its own: the other paths have none. */
 	__asm__("" : "+r"(timeout)); /* 0, and already where the call wants it */
-	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout)
-				    : zero_pwait(epfd, ev, maxevents, timeout, mask);
+	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout, s)
+				    : zero_pwait(epfd, ev, maxevents, timeout, mask, s);
 }
 
 EF_WAIT_PATH EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
