@@ -27,9 +27,9 @@ static const struct prose {
 		   "disables upgrades" },
 	{ "max-ms", "timeouts of 1..N ms count as rounded-up (1 to 1000); a T ms timeout then "
 		    "waits (T-1) ms + SUBMS" },
-	{ "slack", "timer slack (`PR_SET_TIMERSLACK`) in force during a run of upgraded waits, "
-		   "the thread's own back before any other call returns (1ns to 1s); `keep` "
-		   "leaves it alone" },
+	{ "slack", "timer slack (`PR_SET_TIMERSLACK`) in force during each upgraded wait, "
+		   "the thread's own back as soon as it returns (1ns to 1s); `keep` leaves it "
+		   "alone" },
 	{ "log", "`quiet`, `warn` or `debug` (one line on stderr per decision, for diagnosis "
 		 "only)" },
 	{ "clamp", "the minimum wait given to a zero-timeout poll once the thread is in a busy "

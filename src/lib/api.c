@@ -23,6 +23,7 @@ EXPORT int epollfix_counters(struct epollfix_counters *out, size_t size)
 		errno = EINVAL;
 		return -1;
 	}
+	ef_interpose_notice_child();
 	ef_stats_sum(&t);
 	all = (struct epollfix_counters){
 		.epoll_wait = t.calls[EF_CALL_WAIT],
@@ -55,6 +56,8 @@ EXPORT int epollfix_set(const char *word, char *err, size_t errlen)
 	char text[512];
 	struct ef_buf msg = EF_BUF(text);
 
+	/* A writer's lock another thread of the parent held is undone first. */
+	ef_interpose_notice_child();
 	if (ef_state_set(word, &msg) == 0)
 		return 0;
 	if (err && errlen) {

@@ -78,7 +78,7 @@ void ef_live_init(void)
 	ef_state_live(&seq_addr, &words_addr, &nwords, &selected_addr);
 	ef_pwait2_live(&state_addr, &why_addr);
 	block.self = (uint64_t)(uintptr_t)&block;
-	block.slots = (uint64_t)(uintptr_t)ef_stats_slots;
+	block.slots = (uint64_t)(uintptr_t)ef_stats_all();
 	block.nslots = EF_SLOTS;
 	block.nkeys = EF_K_COUNT;
 	block.config_seq = seq_addr;

@@ -36,12 +36,12 @@
 static __thread struct {
 	/* The thread's slot while its calls may take the fast path; NULL sends
 	 * them to the slow path: no slot yet (or the shared one), a run of
-	 * upgraded waits open (ef_watching), or the library's slack in force. */
+	 * upgraded waits open (ef_watching), or a hint set. */
 	struct ef_slot *fast;
 	struct ef_slot *zfast; /* the same for zero-timeout calls; NULL also while they are held */
 	struct ef_slot *slot;
 	int own_slack; /* the thread's own timer slack (ns); 0 until read, -1 unknown */
-	int lowered;   /* the slack the library keeps for a run of upgraded waits; 0: none */
+	int lowered;   /* the slack the library set for the wait under way; 0: none */
 	/* The program's exact deadline for its next wait (epollfix_hint_ns), on
 	 * CLOCK_MONOTONIC; 0: none. While one is set every call takes the slow path. */
 	int64_t hint_deadline_ns;
@@ -87,6 +87,7 @@ void ef_interpose_init(void)
 
 static __attribute__((noinline)) struct ef_slot *claim_slot(void)
 {
+	ef_interpose_notice_child();
 	tls.slot = ef_stats_claim();
 	if (slot_key_ready && !ef_stats_shared(tls.slot))
 		pthread_setspecific(slot_key, &tls);
@@ -108,8 +109,8 @@ void ef_interpose_after_fork(void)
 /* fork() copies one thread: a lock, an odd seq, a probe or a read of the
  * environment that another thread had under way would stay so forever in the
  * child, and the counts would be the parent's. The atfork handler
- * (lifecycle.c), and the calls that make a process without running it
- * (syscall(SYS_clone...) below, clone() in spawn.c), run this in the child. */
+ * (lifecycle.c) runs this in the child; a child made by a call that runs no
+ * such handler notices later (new_process). */
 void ef_interpose_child(void)
 {
 	ef_state_after_fork();
@@ -118,15 +119,37 @@ void ef_interpose_child(void)
 	ef_ration_after_fork();
 }
 
+/* In a child made with its own copy of memory by a call that runs no atfork
+ * handler (libc's clone, a raw clone or clone3), noticed where it next enters
+ * the library off the fast path (its counts were zeroed by the kernel,
+ * stats.c): what the fork handler does, but for the slots of the parent's
+ * other threads, which stay taken (the thread here need not be the one that
+ * made the child, whose slot it could then give away). */
+static __attribute__((noinline, cold)) void new_process(void)
+{
+	int saved = errno;
+	ef_state_after_fork();
+	ef_pwait2_after_fork();
+	ef_ration_after_fork();
+	if (tls.slot)
+		ef_stats_add(tls.slot, EF_K_THREADS);
+	errno = saved;
+}
+
+void ef_interpose_notice_child(void)
+{
+	if (__builtin_expect(ef_stats_new_process(), 0))
+		new_process();
+}
+
 /* After the slow path: may the thread's next call take the fast path? It calls
  * the real functions without checking that they are resolved. */
 static void fast_again(void)
 {
 	struct ef_slot *s = tls.slot;
-	struct ef_slot *fast = s && !ef_stats_shared(s) && !tls.lowered && !tls.hint_deadline_ns &&
-					       !ef_watching(&tls.policy)
-				       ? s
-				       : NULL;
+	struct ef_slot *fast =
+		s && !ef_stats_shared(s) && !tls.hint_deadline_ns && !ef_watching(&tls.policy) ? s
+											       : NULL;
 	/* Only when the fast path opens again, not at every wait of a run. */
 	if (fast && !tls.fast)
 		ef_real_init();
@@ -135,10 +158,15 @@ static void fast_again(void)
 }
 
 /* ---- Timer slack ------------------------------------------------------------
- * The configured slack is set at the first upgraded wait of a run and kept
- * while the run goes on (the thread stays on the slow path meanwhile); the
- * thread's own is back before any other call proceeds. The own value is read
- * once per thread, and follows the program's own PR_SET_TIMERSLACK (prctl). */
+ * The configured slack is in force for an upgraded wait only: set just before
+ * it, and the thread's own put back as soon as it returns. The program's own
+ * code never runs with the library's slack, so nothing it creates (a process
+ * or thread by any call, libc's own helper threads) can inherit it: the
+ * kernel copies the slack in force into a new task, as its default too. Only
+ * a signal handler that interrupts the wait runs with it; a fork there is
+ * covered by the atfork handler, and prctl answers the thread's own. The own
+ * value is read once per thread, and follows the program's own
+ * PR_SET_TIMERSLACK (prctl). */
 
 static int real_slack(int op, unsigned long v)
 {
@@ -168,28 +196,29 @@ static void slack_restore(void)
 	errno = saved;
 }
 
-/* Before an upgraded wait: the configured slack (none for `keep`). */
+/* Before an upgraded wait: the configured slack (none for `keep`, nor where
+ * the thread's own is that already). A signal handler's wait under the
+ * interrupted one finds it set, and its restore puts the own back early. */
 static void slack_for_wait(const struct ef_config *c)
 {
 	int want = c->slack_ns > 0 && c->slack_ns <= INT_MAX && slack_allowed() ? (int)c->slack_ns : 0;
 
-	if (want == tls.lowered) /* the run goes on */
+	if (!want || want == tls.lowered)
 		return;
 	if (!tls.own_slack) {
 		int own = real_slack(PR_GET_TIMERSLACK, 0);
 		tls.own_slack = own > 0 ? own : -1;
 	}
-	if (!want || tls.own_slack < 0 || tls.own_slack == want) {
-		slack_restore();
+	if (tls.own_slack < 0 || tls.own_slack == want)
 		return;
-	}
 	int saved = errno;
 	if (real_slack(PR_SET_TIMERSLACK, (unsigned long)want) == 0)
 		tls.lowered = want;
 	errno = saved;
 }
 
-/* The program sets its own slack: it takes effect, and is the one restored. */
+/* The program sets its own slack (a signal handler, during a wait): it takes
+ * effect, and is the one restored. */
 static int set_own_slack(unsigned long v)
 {
 	int r = real_slack(PR_SET_TIMERSLACK, v);
@@ -201,7 +230,8 @@ static int set_own_slack(unsigned long v)
 	return r;
 }
 
-/* fork() copies the slack in force, and makes it the child's default. */
+/* fork() copies the slack in force, and makes it the child's default: a
+ * signal handler that forks during a wait gives the child the thread's own. */
 void ef_interpose_before_fork(void)
 {
 	slack_restore();
@@ -232,18 +262,23 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
-/* epoll_pwait2 for ns. Returns its result, or REFUSED with errno as on entry
- * and the error in *why when the real call must run instead: after any error
- * but EINTR the real call gives the exact errno the program would have seen,
- * and ENOSYS or EPERM mean a filter or kernel said no for good. */
-static int wait_fine(int epfd, struct epoll_event *ev, int maxevents, int64_t ns,
-		     const sigset_t *mask, int *why)
+/* epoll_pwait2 for ns, with the configured slack if c (an upgrade's wait; a
+ * clamp's keeps the thread's own). Returns its result, or REFUSED with errno
+ * as on entry and the error in *why when the real call must run instead:
+ * after any error but EINTR the real call gives the exact errno the program
+ * would have seen, and ENOSYS or EPERM mean a filter or kernel said no for
+ * good. */
+static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev, int maxevents,
+		     int64_t ns, const sigset_t *mask, int *why)
 {
 	struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
 	int saved = errno;
 
+	if (c)
+		slack_for_wait(c);
 	int r = ef_real_epoll_pwait2()(epfd, ev, maxevents, &ts, mask);
 	int err = errno;
+	slack_restore();
 	if (r >= 0 || err == EINTR) {
 		errno = r >= 0 ? saved : err;
 		return r;
@@ -366,8 +401,7 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			waited = 0;
 		} else {
 			if (ef_pwait2_usable((int)c->seccomp, c->slack_ns)) {
-				slack_for_wait(c);
-				r = wait_fine(epfd, ev, maxevents, left, mask, &why);
+				r = wait_fine(c, epfd, ev, maxevents, left, mask, &why);
 				if (r != REFUSED)
 					waited = left;
 				if (r == 0) /* timed out: how late after the program's deadline */
@@ -378,7 +412,6 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 		}
 	}
 	if (r == REFUSED) {
-		slack_restore();
 		r = call_real(call, epfd, ev, maxevents, timeout, mask);
 		if (why)
 			refused_then(why, r);
@@ -400,12 +433,12 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 							       const sigset_t *mask, const void *ra)
 {
 	struct ef_thread *t = &tls.policy;
+	ef_interpose_notice_child();
 	const struct ef_config *c = ef_fast_disabled() ? NULL : ef_state_config_copy(&tls.config);
 
 	if (!c || c->disable) {
 		t->run.open = 0;
 		tls.hint_deadline_ns = 0;
-		slack_restore();
 		return call_real(call, epfd, ev, maxevents, timeout, mask);
 	}
 	if (tls.hint_deadline_ns) {
@@ -433,16 +466,11 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 		d = ef_without_pwait2(d, timeout);
 		fine = 0;
 	}
-	if (d.action == EF_UPGRADE || d.action == EF_BOUNDED)
-		slack_for_wait(c);
-	else
-		slack_restore();
 	if (fine) {
-		r = wait_fine(epfd, ev, maxevents, d.wait_ns, mask, &why);
-		if (r == REFUSED) {
+		r = wait_fine(d.action == EF_CLAMP ? NULL : c, epfd, ev, maxevents, d.wait_ns, mask,
+			      &why);
+		if (r == REFUSED)
 			d = ef_without_pwait2(d, timeout);
-			slack_restore();
-		}
 	}
 	if (r == REFUSED) {
 		r = call_real(call, epfd, ev, maxevents, d.timeout_ms, mask);
@@ -539,28 +567,31 @@ static __attribute__((noinline, cold)) int zero_after(enum ef_call call, int r)
 
 /* A zero-timeout poll, counted once it is known whether it was empty: a
  * counter taken back after a reader saw it would look to Prometheus like a
- * reset. The slot is the thread's tls.slot, reloaded after the call (one
- * load, nothing kept across it): the same one tls.zfast was, which a signal
- * handler's call during the real one may have cleared since. One branch asks
- * both whether the poll was empty and whether zero-timeout calls are held. */
+ * reset. s is tls.zfast as read before the call, kept across it in a
+ * register the call preserves: after a system call a reload of the thread's
+ * data cost more than the saving of that register. It is still the thread's
+ * slot (tls.slot), which never changes while the thread runs; a signal
+ * handler's call during the real one may clear tls.zfast, not that. One
+ * comparison asks both whether the poll was empty and whether zero-timeout
+ * calls are held (ef_fast_zero_empty). */
 static EF_WAIT_PATH EF_NOIPA int zero_wait(int epfd, struct epoll_event *ev, int maxevents,
-					    int timeout)
+					    int timeout, struct ef_slot *s)
 {
 	int r = ef_real_epoll_wait_ready()(epfd, ev, maxevents, timeout);
-	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_WAIT, r);
-	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_WAIT);
+	ef_slot_bump(s, EF_K_EMPTY + EF_CALL_WAIT);
 	__asm__("" : "+r"(r)); /* r is 0 and in place: not to be made again */
 	return r;
 }
 
 static EF_WAIT_PATH EF_NOIPA int zero_pwait(int epfd, struct epoll_event *ev, int maxevents,
-					     int timeout, const sigset_t *mask)
+					     int timeout, const sigset_t *mask, struct ef_slot *s)
 {
 	int r = ef_real_epoll_pwait_ready()(epfd, ev, maxevents, timeout, mask);
-	if (__builtin_expect((r | ef_fast_zero_held()) != 0, 0))
+	if (__builtin_expect(!ef_fast_zero_empty(r), 0))
 		return zero_after(EF_CALL_PWAIT, r);
-	ef_slot_bump(tls.slot, EF_K_EMPTY + EF_CALL_PWAIT);
+	ef_slot_bump(s, EF_K_EMPTY + EF_CALL_PWAIT);
 	__asm__("" : "+r"(r));
 	return r;
 }
@@ -608,13 +639,13 @@ static inline __attribute__((always_inline)) int ef_wait(enum ef_call call, int 
 		return pass_nonzero(call, s, ef_key(call, EF_T_LONGER, EF_O_PASSED), epfd, ev,
 				    maxevents, timeout, mask);
 	}
-	if (__builtin_expect(!tls.zfast, 0))
+	if (__builtin_expect(!(s = tls.zfast), 0))
 		return SLOW(call, epfd, ev, maxevents, 0, mask);
 	/* Counted after the call, as what it was. The call that needs a frame is
 	 * in a function of its own: the other paths have none. */
 	__asm__("" : "+r"(timeout)); /* 0, and already where the call wants it */
-	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout)
-				    : zero_pwait(epfd, ev, maxevents, timeout, mask);
+	return call == EF_CALL_WAIT ? zero_wait(epfd, ev, maxevents, timeout, s)
+				    : zero_pwait(epfd, ev, maxevents, timeout, mask, s);
 }
 
 EF_WAIT_PATH EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
@@ -664,20 +695,12 @@ EXPORT int epollfix_epoll_wait_ns(int epfd, struct epoll_event *events, int maxe
  * the library's prctl from now on), then read and passed on (real.c). */
 static long seccomp_request(int via_prctl, unsigned long op, unsigned long flags, void *prog)
 {
+	ef_interpose_notice_child();
 	const struct ef_config *c = ef_state_config_copy(&tls.config);
 	slack_restore();
 	fast_again();
 	return ef_seccomp_set(via_prctl, op, flags, prog, c ? c->slack_ns : 1000);
 }
-
-#ifdef SYS_fork
-#define SYS_FORK_NR(n) ((n) == SYS_fork || (n) == SYS_vfork)
-#else /* AArch64, RISC-V: only clone */
-#define SYS_FORK_NR(n) 0
-#endif
-#ifndef SYS_clone3
-#define SYS_clone3 435
-#endif
 
 /* prctl's requests the library watches; -2 (never a result of prctl): none. */
 #define NOT_WATCHED (-2L)
@@ -709,41 +732,6 @@ EXPORT int prctl(int option, ...)
 	return ef_real_prctl()(option, a[0], a[1], a[2], a[3]);
 }
 
-#define CLONE_VM_ 0x100 /* <sched.h>'s CLONE_VM: the child shares this memory */
-
-/* Would the child of this raw call have its own copy of memory? A child that
- * shares it (CLONE_VM: a thread, vfork) may run on this very stack: the call
- * must then be a tail call, as libc's syscall() is, and no reset of the
- * parent's state may run. clone3's arguments are read only where the kernel
- * would read them (a struct of at least its first version's 64 bytes). */
-static int own_memory(long number, const long a[6])
-{
-	if (number == SYS_clone)
-		return !((unsigned long)a[0] & CLONE_VM_);
-	if (number == SYS_clone3)
-		return a[0] && (unsigned long)a[1] >= 64 && !(*(const uint64_t *)a[0] & CLONE_VM_);
-#ifdef SYS_fork
-	return number == SYS_fork;
-#else
-	return 0;
-#endif
-}
-
-/* A process made by a raw system call, with its own memory: the program's
- * own slack first (spawn.c), and in the child, which no atfork handler
- * reaches, what the fork handler does. */
-static __attribute__((noinline, cold)) long raw_fork(long number, const long a[6])
-{
-	ef_interpose_before_fork();
-	long r = ef_real_syscall()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
-	if (r == 0) {
-		int saved = errno;
-		ef_interpose_child();
-		errno = saved;
-	}
-	return r;
-}
-
 /* Six arguments are read whatever the caller passed, as libc's own syscall()
  * reads six registers: past a short call's last one, va_arg reads the
  * caller's stack, which AddressSanitizer would call an overflow. */
@@ -759,13 +747,6 @@ EXPORT long syscall(long number, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	/* A process or thread made here starts with the program's own slack
-	 * (spawn.c). */
-	if (__builtin_expect(number == SYS_clone || number == SYS_clone3 || SYS_FORK_NR(number), 0)) {
-		if (own_memory(number, a))
-			return raw_fork(number, a);
-		ef_interpose_before_fork();
-	}
 	if (__builtin_expect(number == SYS_seccomp, 0))
 		return seccomp_request(0, (unsigned long)a[0], (unsigned long)a[1], (void *)a[2]);
 	if (__builtin_expect(number == SYS_prctl, 0)) {

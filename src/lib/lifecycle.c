@@ -29,5 +29,6 @@ __attribute__((constructor)) static void epollfix_init(void)
 
 __attribute__((destructor)) static void epollfix_fini(void)
 {
+	ef_interpose_notice_child();
 	ef_stats_report();
 }

@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
-#include <sys/types.h>
 #include <time.h>
 
 typedef int (*ef_epoll_wait_fn)(int, struct epoll_event *, int, int);
@@ -34,61 +33,18 @@ typedef int (*ef_prctl_fn)(int, ...);
 			(a)[i_] = va_arg(ap_, unsigned long);          \
 		va_end(ap_);                                           \
 	} while (0)
-/* The calls that make a process or a thread (spawn.c), with opaque
- * pointers for what this header need not know. */
-typedef int (*ef_posix_spawn_fn)(pid_t *, const char *, const void *, const void *,
-				 char *const[], char *const[]);
-typedef int (*ef_system_fn)(const char *);
-typedef void *(*ef_popen_fn)(const char *, const char *);
-typedef int (*ef_clone_fn)(int (*)(void *), void *, int, void *, ...);
-typedef int (*ef_pthread_create_fn)(void *, const void *, void *(*)(void *), void *);
-typedef pid_t (*ef_vfork_fn)(void);
-/* The calls with which libc makes threads of its own (spawn.c). */
-typedef int (*ef_timer_create_fn)(int, void *, void *);
-typedef int (*ef_mq_notify_fn)(int, const void *);
-typedef int (*ef_aio_fn)(void *);
-typedef int (*ef_aio_fsync_fn)(int, void *);
-typedef int (*ef_lio_listio_fn)(int, void *const *, int, void *);
-typedef int (*ef_getaddrinfo_a_fn)(int, void **, int, void *);
 
 /* Every function the library looks up: X(name, type). A name libc lacks (musl has
  * no epoll_pwait2, glibc before 2.35 neither) resolves to a raw system call, or
  * to a stand-in that fails with ENOSYS. prctl and syscall are interposed to
- * watch timer slack and seccomp filters (interpose.c), the calls that make
- * a process or thread to hand it the program's own slack (spawn.c); the
- * library's own uses go to libc's through here. */
-#define EF_REAL_FUNCS(X)                              \
-	X(epoll_wait, ef_epoll_wait_fn)               \
-	X(epoll_pwait, ef_epoll_pwait_fn)             \
-	X(epoll_pwait2, ef_epoll_pwait2_fn)           \
-	X(prctl, ef_prctl_fn)                         \
-	X(syscall, ef_syscall_fn)                     \
-	X(posix_spawn, ef_posix_spawn_fn)             \
-	X(posix_spawnp, ef_posix_spawn_fn)            \
-	X(system, ef_system_fn)                       \
-	X(popen, ef_popen_fn)                         \
-	X(clone, ef_clone_fn)                         \
-	X(pthread_create, ef_pthread_create_fn)       \
-	X(vfork, ef_vfork_fn)                         \
-	X(timer_create, ef_timer_create_fn)           \
-	X(mq_notify, ef_mq_notify_fn)                 \
-	X(aio_read, ef_aio_fn)                        \
-	X(aio_write, ef_aio_fn)                       \
-	X(aio_fsync, ef_aio_fsync_fn)                 \
-	X(lio_listio, ef_lio_listio_fn)               \
-	EF_REAL_GLIBC_ONLY(X)
-/* glibc's large-file names and its asynchronous name lookup, which musl
- * lacks (a program asking dlsym for them must not find the library's). */
-#ifdef __GLIBC__
-#define EF_REAL_GLIBC_ONLY(X)                 \
-	X(aio_read64, ef_aio_fn)              \
-	X(aio_write64, ef_aio_fn)             \
-	X(aio_fsync64, ef_aio_fsync_fn)       \
-	X(lio_listio64, ef_lio_listio_fn)     \
-	X(getaddrinfo_a, ef_getaddrinfo_a_fn)
-#else
-#define EF_REAL_GLIBC_ONLY(X)
-#endif
+ * watch timer slack and seccomp filters (interpose.c); the library's own uses
+ * go to libc's through here. */
+#define EF_REAL_FUNCS(X)                    \
+	X(epoll_wait, ef_epoll_wait_fn)     \
+	X(epoll_pwait, ef_epoll_pwait_fn)   \
+	X(epoll_pwait2, ef_epoll_pwait2_fn) \
+	X(prctl, ef_prctl_fn)               \
+	X(syscall, ef_syscall_fn)
 
 #define EF_REAL_ENUM(name, type) EF_REAL_##name,
 enum ef_real_id { EF_REAL_FUNCS(EF_REAL_ENUM) EF_REAL_COUNT };

@@ -1,6 +1,6 @@
 #include "slots.h"
 
-struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((aligned(64)));
+_Atomic(struct ef_slot *) ef_stats_slots;
 
 void ef_stats_streak_end(struct ef_slot *s)
 {

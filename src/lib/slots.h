@@ -18,11 +18,14 @@
 #include "policy.h"
 #include "totals.h"
 
-extern struct ef_slot ef_stats_slots[EF_SLOTS] __attribute__((visibility("hidden")));
+/* The EF_SLOTS slots: set once, before the first slot is handed out (stats.c
+ * keeps them where a new process finds them zeroed), and never changed. */
+extern _Atomic(struct ef_slot *) ef_stats_slots __attribute__((visibility("hidden")));
 
+/* s was handed out, so ef_stats_slots is set. */
 static inline int ef_stats_shared(const struct ef_slot *s)
 {
-	return s == &ef_stats_slots[EF_SLOTS - 1];
+	return s == atomic_load_explicit(&ef_stats_slots, memory_order_relaxed) + (EF_SLOTS - 1);
 }
 
 static inline enum ef_tclass ef_tclass_of(int timeout_ms, int max_ms, int result)

@@ -26,7 +26,7 @@ enum { UNREAD, READING, READY };
 static _Atomic int loaded = UNREAD;
 _Atomic int ef_fast_pos = EF_FAST_ALL;
 _Atomic int ef_fast_neg;
-_Atomic int ef_fast_zero_hold = 1;
+_Atomic int ef_fast_zero_hold = EF_FAST_ZERO_HOLD;
 _Atomic int ef_fast_off;
 
 /* A writer preempted mid-update must not make readers spin: after this many
@@ -41,7 +41,8 @@ static void publish_fast(const struct ef_config *c)
 	atomic_store_explicit(&ef_fast_off, c->disable, memory_order_relaxed);
 	atomic_store_explicit(&ef_fast_pos, all ? EF_FAST_ALL : (int)c->max_ms, memory_order_relaxed);
 	atomic_store_explicit(&ef_fast_neg, all ? 0 : EF_FAST_NEG_PASS, memory_order_relaxed);
-	atomic_store_explicit(&ef_fast_zero_hold, all || c->clamp_ns > 0, memory_order_release);
+	atomic_store_explicit(&ef_fast_zero_hold, all || c->clamp_ns > 0 ? EF_FAST_ZERO_HOLD : 0,
+			      memory_order_release);
 }
 
 /* The configuration being published, whole, before any word changes: a fork

@@ -27,10 +27,13 @@ extern _Atomic int ef_fast_pos __attribute__((visibility("hidden")));
  * one with 0 would load the word into a register first.) */
 #define EF_FAST_NEG_PASS 1
 extern _Atomic int ef_fast_neg __attribute__((visibility("hidden")));
-/* Nonzero: zero timeouts take the slow path (the clamp is on, or every call
- * does). A thread learns of it before its first zero-timeout call passes
- * (fast_again, interpose.c) and, for a change made while it polls, after the
- * next one: the check shares the branch on the poll's result. */
+/* EF_FAST_ZERO_HOLD: zero timeouts take the slow path (the clamp is on, or
+ * every call does); 0: they may pass. A thread learns of it before its first
+ * zero-timeout call passes (fast_again, interpose.c) and, for a change made
+ * while it polls, after the next one: the check shares the branch on the
+ * poll's result, one comparison of the result with this word, which holds 0
+ * or a value no epoll_wait returns (ef_fast_zero_empty). */
+#define EF_FAST_ZERO_HOLD INT_MIN
 extern _Atomic int ef_fast_zero_hold __attribute__((visibility("hidden")));
 /* Nonzero: the library is disabled; the slow path passes the call uncounted. */
 extern _Atomic int ef_fast_off __attribute__((visibility("hidden")));
@@ -61,6 +64,14 @@ static inline int ef_fast_pass_negative(void)
 static inline int ef_fast_zero_held(void)
 {
 	return EF_FAST_LOAD(ef_fast_zero_hold);
+}
+
+/* 1 when a zero-timeout poll that passed returned r == 0 and such polls are
+ * not held: r (-1 to maxevents) is never EF_FAST_ZERO_HOLD, so one
+ * comparison with memory, which keeps r, asks both. */
+static inline int ef_fast_zero_empty(int r)
+{
+	return r == EF_FAST_LOAD(ef_fast_zero_hold);
 }
 
 static inline int ef_fast_disabled(void)
@@ -122,6 +133,11 @@ void ef_interpose_after_fork(void);
  * no atfork handler: every part's after-fork reset (ef_state_after_fork,
  * ef_pwait2_after_fork, ef_interpose_after_fork, ef_ration_after_fork). */
 void ef_interpose_child(void);
+
+/* In a child made with its own copy of memory that no fork handler reached
+ * (libc's clone, a raw clone or clone3): the rest of the reset, once; called
+ * where the library is entered off the fast path. */
+void ef_interpose_notice_child(void);
 
 /* Fills the status block's addresses and build id, then marks it ready
  * (constructor; block.c). */

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,15 +19,78 @@
 #include "state.h"
 #include "wait_path.h"
 
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+
+/* ---- Where the slots live -----------------------------------------------------
+ * A child made with its own copy of memory by a call that runs no atfork
+ * handler (libc's clone, a raw clone or clone3 system call) would keep its
+ * parent's counts. The slots live in memory the kernel gives such a child
+ * zeroed (MADV_WIPEONFORK, Linux 4.14): its counts start at zero without the
+ * library running any code in it, where the stack may be 256 bytes and the
+ * thread pointer the program's own. A word beside them, set in the process
+ * that made them, says so: such a child reads 0, and learns that it is new
+ * where it next enters the library off the fast path (ef_stats_new_process).
+ * Without the mapping (mmap refused) or the advice (a kernel before 4.14), the
+ * slots are static, and such a child keeps its parent's counts. */
+struct wiped {
+	_Atomic int made_here;
+	struct ef_slot slots[EF_SLOTS] __attribute__((aligned(64)));
+};
+static struct wiped unwiped;
+static _Atomic(struct wiped *) wiped_at;
+
+/* Made at the first claim of a slot (or read of them), before any slot is
+ * handed out; two threads that race keep the first one's. mmap and madvise
+ * are async-signal-safe, and allocate nothing of libc's. */
+static struct wiped *wiped(void)
+{
+	struct wiped *w = atomic_load_explicit(&wiped_at, memory_order_acquire);
+	if (__builtin_expect(w != NULL, 1))
+		return w;
+	int saved = errno;
+	struct wiped *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+	if (m == MAP_FAILED) {
+		m = &unwiped;
+	} else if (madvise(m, sizeof(*m), MADV_WIPEONFORK) != 0) {
+		munmap(m, sizeof(*m));
+		m = &unwiped;
+	}
+	errno = saved;
+	atomic_store_explicit(&m->made_here, 1, memory_order_relaxed);
+	if (atomic_compare_exchange_strong_explicit(&wiped_at, &w, m, memory_order_acq_rel,
+						    memory_order_acquire))
+		w = m;
+	else if (m != &unwiped)
+		munmap(m, sizeof(*m));
+	/* Every thread that made or saw them: the same value. */
+	atomic_store_explicit(&ef_stats_slots, w->slots, memory_order_relaxed);
+	return w;
+}
+
+struct ef_slot *ef_stats_all(void)
+{
+	return wiped()->slots;
+}
+
+int ef_stats_new_process(void)
+{
+	struct wiped *w = atomic_load_explicit(&wiped_at, memory_order_acquire);
+	return w && __builtin_expect(!atomic_load_explicit(&w->made_here, memory_order_relaxed), 0) &&
+	       !atomic_exchange_explicit(&w->made_here, 1, memory_order_relaxed);
+}
+
 static _Atomic unsigned slots_taken;
 /* Slots given back, a bit each: a claim clears the bit it takes, so no two
  * threads take one slot, and nothing waits. */
 #define FREE_WORDS ((EF_SLOTS + 63) / 64)
 static _Atomic uint64_t slots_free[FREE_WORDS];
 
-static struct ef_slot *taken(unsigned i)
+static struct ef_slot *taken(struct ef_slot *all, unsigned i)
 {
-	struct ef_slot *s = &ef_stats_slots[i];
+	struct ef_slot *s = &all[i];
 	if (!ef_stats_shared(s)) /* a streak of the thread before is not this one's */
 		atomic_store_explicit(&s->c[EF_K_STREAK_MARK], ef_slot_empty_polls(s),
 				      memory_order_relaxed);
@@ -36,10 +100,11 @@ static struct ef_slot *taken(unsigned i)
 
 struct ef_slot *ef_stats_claim(void)
 {
+	struct ef_slot *all = ef_stats_all();
 	if (atomic_load_explicit(&slots_taken, memory_order_relaxed) < EF_SLOTS - 1) {
 		unsigned i = atomic_fetch_add_explicit(&slots_taken, 1, memory_order_relaxed);
 		if (i < EF_SLOTS - 1)
-			return taken(i);
+			return taken(all, i);
 	}
 	for (unsigned w = 0; w < FREE_WORDS; w++) {
 		uint64_t m = atomic_load_explicit(&slots_free[w], memory_order_acquire);
@@ -47,24 +112,24 @@ struct ef_slot *ef_stats_claim(void)
 			uint64_t bit = m & -m;
 			m = atomic_fetch_and_explicit(&slots_free[w], ~bit, memory_order_acq_rel);
 			if (m & bit)
-				return taken(w * 64 + (unsigned)__builtin_ctzll(bit));
+				return taken(all, w * 64 + (unsigned)__builtin_ctzll(bit));
 			m &= ~bit;
 		}
 	}
-	return taken(EF_SLOTS - 1);
+	return taken(all, EF_SLOTS - 1);
 }
 
 void ef_stats_release(struct ef_slot *s)
 {
 	if (!s || ef_stats_shared(s))
 		return;
-	unsigned i = (unsigned)(s - ef_stats_slots);
+	unsigned i = (unsigned)(s - atomic_load_explicit(&ef_stats_slots, memory_order_relaxed));
 	atomic_fetch_or_explicit(&slots_free[i / 64], 1ULL << (i % 64), memory_order_release);
 }
 
 void ef_stats_sum(struct ef_totals *t)
 {
-	ef_stats_sum_slots(ef_stats_slots, EF_SLOTS, t);
+	ef_stats_sum_slots(ef_stats_all(), EF_SLOTS, t);
 }
 
 void ef_stats_learned(struct ef_slot *s, int learned)
@@ -76,14 +141,17 @@ void ef_stats_learned(struct ef_slot *s, int learned)
 
 void ef_stats_after_fork(struct ef_slot *keep)
 {
+	struct wiped *w = wiped();
+	/* Zeroed already, but where the advice was refused. */
 	for (unsigned i = 0; i < EF_SLOTS; i++)
 		for (unsigned k = 0; k < EF_K_COUNT; k++)
-			atomic_store_explicit(&ef_stats_slots[i].c[k], 0, memory_order_relaxed);
+			atomic_store_explicit(&w->slots[i].c[k], 0, memory_order_relaxed);
+	atomic_store_explicit(&w->made_here, 1, memory_order_relaxed);
 	/* The other threads are gone with their slots. */
 	unsigned taken_n = atomic_load_explicit(&slots_taken, memory_order_relaxed);
 	for (unsigned i = 0; i < EF_SLOTS - 1; i++)
-		if (i < taken_n && &ef_stats_slots[i] != keep)
-			ef_stats_release(&ef_stats_slots[i]);
+		if (i < taken_n && &w->slots[i] != keep)
+			ef_stats_release(&w->slots[i]);
 	if (keep)
 		ef_stats_add(keep, EF_K_THREADS);
 }
@@ -239,7 +307,7 @@ void ef_stats_report(void)
 		return;
 	ef_proc_line("comm", comm, sizeof(comm));
 	static struct ef_site_view views[EF_SITE_ROWS]; /* at exit, once: not on the stack */
-	ef_site_views(ef_site_rows, ef_stats_slots, EF_SLOTS, views);
+	ef_site_views(ef_site_rows, ef_stats_all(), EF_SLOTS, views);
 	struct ef_report_in in = { .t = &t, .c = &c, .pid = pid, .comm = comm,
 				   .runtimes = ef_runtimes_seen(), .sites = views,
 				   .where = site_where, .ctx = comm };

@@ -47,5 +47,11 @@ void ef_stats_report(void);
 /* In a fork child: counts start again, so each process reports its own calls,
  * and every slot but keep (the surviving thread's, or NULL) is free. */
 void ef_stats_after_fork(struct ef_slot *keep);
+/* The slots (ef_stats_slots), made on first use. */
+struct ef_slot *ef_stats_all(void);
+/* 1 once, in a child made with its own copy of memory that no fork handler
+ * reached (its slots were zeroed by the kernel): for the rest of what a fork
+ * handler would do, where the library is next entered off the fast path. */
+int ef_stats_new_process(void);
 
 #endif

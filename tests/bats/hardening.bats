@@ -171,6 +171,34 @@ same() {
 	assert_output --regexp 'stuck=0$'
 }
 
+@test "clone and clone3: any flags, stack or pointer the kernel accepts or refuses give what they give without the library" {
+	# Children with their own memory and a thread pointer of their own, or a
+	# 256-byte stack, run and exit; refused requests fail with the same errno;
+	# nothing crashes. The library runs no code of its own in any child.
+	local ways=(settls tiny-stack vm-vfork clone3-efault clone3-null clone3-short raw-einval clone-einval)
+	# After a raw clone with a thread pointer of its own, an instrumented
+	# program's own code (the sanitizers' syscall()) needs the one it gave up.
+	[[ ${EPOLLFIX_SANITIZE:-none} == none ]] && ways+=(raw-settls clone3-settls)
+	for way in "${ways[@]}"; do
+		run "$EPOLLFIX_PROGS/ef-clone-edges" "$way"
+		assert_success
+		without=$output
+		[[ $without == "$way: "* ]] || fail "without the library: $output"
+		run preload "$EPOLLFIX_PROGS/ef-clone-edges" "$way"
+		assert_success
+		assert_output "$without"
+	done
+}
+
+@test "a raw clone while another thread changes the policy: the child changes it too, never waits on the parent's lock" {
+	# No atfork handler runs in such a child: it learns it is new where it
+	# enters the library (here epollfix_set) and undoes what another thread
+	# of its parent had under way (without that, most of them hang).
+	run preload "$H/ef-proc" clone-set 20
+	assert_success
+	assert_output "children=20 hung=0 failed=0"
+}
+
 @test "vfork + exec and posix_spawn: the child inherits LD_PRELOAD and is upgraded" {
 	run preload "$H/ef-proc" vfork-exec "$H/ef-proc" measure
 	assert_success

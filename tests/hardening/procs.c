@@ -15,13 +15,19 @@
  *                              the library probes epoll_pwait2 in a child), one
  *                              thread makes the first 1 ms wait while the main
  *                              thread forks; N rounds, each a fresh exec; prints
- *                              how many children could not upgrade */
+ *                              how many children could not upgrade
+ *   ef-proc clone-set N        a thread changes the policy at run time while
+ *                              the main thread makes N children by a raw clone
+ *                              system call (no atfork handler runs there); each
+ *                              changes the policy once: "children=N hung=H
+ *                              failed=F" (hung: still waiting after 2 s) */
 #include "hard.h"
 #include "seccomp_filter.h"
 
 #include <pthread.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -104,6 +110,39 @@ static int fork_threads(int n)
 	       "child_max_min_us=%ld\n",
 	       n, ok, lo, hi, hi_min);
 	return ok == n ? 0 : 1;
+}
+
+static int clone_set(int n)
+{
+	set_fn set;
+	*(void **)&set = dlsym(RTLD_DEFAULT, "epollfix_set");
+	if (!set) {
+		printf("library=absent\n");
+		return 0;
+	}
+	/* A writer inside the configuration's lock most of the time: a child
+	 * made then has the lock held by a thread it does not have. */
+	pthread_t t;
+	pthread_create(&t, NULL, policy_writer, (void *)set);
+	int hung = 0, failed = 0;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+		if (pid == 0) {
+			alarm(2);
+			_exit(set("subms=70us", NULL, 0) == 0 ? 0 : 3);
+		}
+		int status;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid)
+			failed++;
+		else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+			hung++;
+		else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failed++;
+	}
+	atomic_store(&quit, 1);
+	pthread_join(t, NULL);
+	printf("children=%d hung=%d failed=%d\n", n, hung, failed);
+	return 0;
 }
 
 static int run_child(char **argv, int use_vfork)
@@ -237,6 +276,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "fork"))
 		return fork_threads(argc > 2 ? atoi(argv[2]) : 20);
+	if (!strcmp(mode, "clone-set"))
+		return clone_set(argc > 2 ? atoi(argv[2]) : 20);
 	if (argc > 2 && (!strcmp(mode, "vfork-exec") || !strcmp(mode, "exec"))) {
 		/* The library is in use here first (probed, threads running). */
 		shared_ep = idle_epoll();
@@ -271,7 +312,7 @@ int main(int argc, char **argv)
 		dlclose(h);
 		return m < 0;
 	}
-	fprintf(stderr, "usage: %s measure [pwait]|fork N|vfork-exec PROG...|exec PROG...|dlopen LIB\n",
+	fprintf(stderr, "usage: %s measure [pwait]|fork N|clone-set N|vfork-exec PROG...|exec PROG...|dlopen LIB\n",
 		argv[0]);
 	return 2;
 }
