@@ -51,7 +51,7 @@ static struct {
 	const char *prefix[MAX_PREFIXES];
 	int nprefix, all, verbose;
 	struct seen *seen, *next;
-	size_t nseen, nnext, capnext;
+	size_t nseen, nnext, capseen, capnext;
 	uint64_t attached;       /* processes attached, over the run */
 } A;
 
@@ -163,7 +163,7 @@ static void scan_one(uint32_t pid)
 		return;
 	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = start_time(pid);
 	struct seen key = { pid, 0, 0 };
-	struct seen *s = bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid);
+	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
 	if (s && s->start == start && s->gen == gen) {
 		remember(pid, start, gen);
 		return;
@@ -186,13 +186,14 @@ static void scan(void)
 		if (d)
 			closedir(d);
 	}
+	/* This scan's list becomes the one to look things up in; the last one's
+	 * buffer, with its own capacity, is filled next time. */
 	struct seen *t = A.seen;
-	size_t cap = A.capnext;
-	A.seen = A.next, A.nseen = A.nnext;
-	A.next = t, A.capnext = t ? cap : 0;
-	if (!t)
-		A.capnext = 0;
-	qsort(A.seen, A.nseen, sizeof(*A.seen), by_pid);
+	size_t cap = A.capseen;
+	A.seen = A.next, A.nseen = A.nnext, A.capseen = A.capnext;
+	A.next = t, A.capnext = cap;
+	if (A.nseen)
+		qsort(A.seen, A.nseen, sizeof(*A.seen), by_pid);
 }
 
 /* An exec: the kernel dropped the process's entry; read the new image. */
