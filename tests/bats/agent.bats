@@ -40,11 +40,6 @@ teardown() {
 	stop_tracked
 }
 
-prog() {
-	local p=$gobin/$1/$2/$3
-	[ -x "$p" ] || skip_missing "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
-	echo "$p"
-}
 
 # start_phases PROGRAM: runs it with its rounds asked through fd 4 and its
 # lines in $out; $prog_pid.

@@ -22,12 +22,6 @@ teardown() {
 	stop_tracked
 }
 
-# prog RELEASE VARIANT NAME: the built program, or the test is skipped.
-prog() {
-	local p=$gobin/$1/$2/$3
-	[ -x "$p" ] || skip_missing "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
-	echo "$p"
-}
 
 # counter NAME: a number of the supervisor's report in $report.
 counter() {

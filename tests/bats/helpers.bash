@@ -156,3 +156,11 @@ stop_tracked() {
 	while read -r p; do wait "$p" 2>/dev/null || true; done <"$f"
 	rm -f "$f"
 }
+
+# prog RELEASE VARIANT NAME: a Go test program tests/progs/go/build made
+# under $EPOLLFIX_BUILD/go, or the test is skipped (failed in CI).
+prog() {
+	local p=$EPOLLFIX_BUILD/go/$1/$2/$3
+	[ -x "$p" ] || skip_missing "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
+	echo "$p"
+}
