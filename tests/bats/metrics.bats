@@ -88,6 +88,12 @@ start_named() {
 	start_loop "$BATS_TEST_TMPDIR/$1" "$BATS_TEST_TMPDIR/$1.$RANDOM"
 }
 
+# both_waited PID PID: both processes have made a wait (a loaded machine may
+# start them late).
+both_waited() {
+	[ "$("$cmd" status --metrics --per-process | grep -c "^epollfix_threads_total{pid=\"\($1\|$2\)\",.*} 1$")" = 2 ]
+}
+
 # sum_of FAMILY LABELS METRICS: the values of FAMILY's samples that have
 # LABELS, summed.
 sum_of() {
@@ -100,7 +106,7 @@ sum_of() {
 	a=$started
 	start_named "$name"
 	b=$started
-	sleep 0.3
+	wait_for "both past their first wait" both_waited "$a" "$b"
 	# Per process before and after: the sums bound the default's between.
 	before=$("$cmd" status --metrics --per-process)
 	run "$cmd" status --metrics
@@ -141,6 +147,7 @@ sum_of() {
 	a=$started
 	start_named "$name"
 	b=$started
+	wait_for "both past their first wait" both_waited "$a" "$b"
 	run "$cmd" status --metrics --per-process
 	assert_success
 	for p in $a $b; do
