@@ -162,6 +162,27 @@ static const char *info_labels(const struct look *l)
 	return extra;
 }
 
+/* One sample of name per group and library state (ef_look_lib_word): the
+ * number of the group's processes in that state (count), or whether that
+ * state is "loaded" (1) or not (0). */
+static void by_lib_state(FILE *out, const struct group *gs, size_t ng, const char *name, int count)
+{
+	for (size_t k = 0; k < ng; k++)
+		for (size_t i = 0; i < gs[k].n; i++) {
+			const struct look *l = gs[k].m[i].l;
+			const char *word = ef_look_lib_word(l);
+			char extra[32];
+			size_t n = 0;
+			if (!first_of(&gs[k], i, ef_look_lib_word))
+				continue;
+			for (size_t j = i; j < gs[k].n; j++)
+				n += strcmp(ef_look_lib_word(gs[k].m[j].l), word) == 0;
+			snprintf(extra, sizeof(extra), "state=\"%s\"", word);
+			sample(out, name, &gs[k], extra);
+			fprintf(out, "%zu\n", count ? n : (size_t)!ef_look_unloaded(l));
+		}
+}
+
 static void write_groups(FILE *out, const struct group *gs, size_t ng)
 {
 	static const struct {
@@ -204,31 +225,10 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 	 * pod injected but running without it is 0 here, never just absent. */
 	family(out, "epollfix_library_loaded", "gauge",
 	       "1 when libepollfix is loaded in the processes; 0 when their LD_PRELOAD names it and it is not (state: missing, static, not_loaded).");
-	for (size_t k = 0; k < ng; k++)
-		for (size_t i = 0; i < gs[k].n; i++) {
-			const struct look *l = gs[k].m[i].l;
-			char extra[32];
-			if (!first_of(&gs[k], i, ef_look_lib_word))
-				continue;
-			snprintf(extra, sizeof(extra), "state=\"%s\"", ef_look_lib_word(l));
-			sample(out, "epollfix_library_loaded", &gs[k], extra);
-			fprintf(out, "%d\n", !ef_look_unloaded(l));
-		}
+	by_lib_state(out, gs, ng, "epollfix_library_loaded", 0);
 	family(out, "epollfix_processes", "gauge",
 	       "Processes whose LD_PRELOAD names libepollfix, by whether it is loaded (state, as epollfix_library_loaded's).");
-	for (size_t k = 0; k < ng; k++)
-		for (size_t i = 0; i < gs[k].n; i++) {
-			const char *word = ef_look_lib_word(gs[k].m[i].l);
-			char extra[32];
-			size_t count = 0;
-			if (!first_of(&gs[k], i, ef_look_lib_word))
-				continue;
-			for (size_t j = i; j < gs[k].n; j++)
-				count += strcmp(ef_look_lib_word(gs[k].m[j].l), word) == 0;
-			snprintf(extra, sizeof(extra), "state=\"%s\"", word);
-			sample(out, "epollfix_processes", &gs[k], extra);
-			fprintf(out, "%zu\n", count);
-		}
+	by_lib_state(out, gs, ng, "epollfix_processes", 1);
 	family(out, "epollfix_info", "gauge",
 	       "The library in the processes: its version and build (always 1).");
 	for (size_t k = 0; k < ng; k++)
