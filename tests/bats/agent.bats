@@ -45,6 +45,9 @@ teardown() {
 # lines in $out; $prog_pid.
 start_phases() {
 	out=$BATS_TEST_TMPDIR/phases.out
+	# Made here: the program's shell opens it only after the fifo below has
+	# met its writer, which may be after the first round reads it.
+	: >"$out"
 	mkfifo "$BATS_TEST_TMPDIR/in"
 	# No asynchronous preemption: the runtime's own SIGURGs, which a loaded
 	# machine provokes (a goroutine descheduled past 10 ms), reach
