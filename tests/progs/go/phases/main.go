@@ -18,18 +18,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"epollfix.test/progs/args"
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: phases DURATION")
-		os.Exit(2)
-	}
-	d, err := time.ParseDuration(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "usage: phases DURATION")
-		os.Exit(2)
-	}
+	d, _ := args.Duration("phases DURATION", false)
 	urg := make(chan os.Signal, 1024)
 	signal.Notify(urg, syscall.SIGURG)
 	var seen int64

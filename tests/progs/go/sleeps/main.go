@@ -6,21 +6,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"time"
+
+	"epollfix.test/progs/args"
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: sleeps DURATION COUNT")
-		os.Exit(2)
-	}
-	d, err := time.ParseDuration(os.Args[1])
-	n, err2 := strconv.Atoi(os.Args[2])
-	if err != nil || err2 != nil {
-		fmt.Fprintln(os.Stderr, "usage: sleeps DURATION COUNT")
-		os.Exit(2)
-	}
+	d, n := args.Duration("sleeps DURATION COUNT", true)
 	late := make([]time.Duration, n)
 	early := 0
 	for i := range late {

@@ -8,22 +8,14 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
+
+	"epollfix.test/progs/args"
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: ticker PERIOD COUNT")
-		os.Exit(2)
-	}
-	d, err := time.ParseDuration(os.Args[1])
-	n, err2 := strconv.Atoi(os.Args[2])
-	if err != nil || err2 != nil || d <= 0 {
-		fmt.Fprintln(os.Stderr, "usage: ticker PERIOD COUNT")
-		os.Exit(2)
-	}
+	d, n := args.Duration("ticker PERIOD COUNT", true)
 	// The clock first: the ticker's deadlines count from its creation, after.
 	start := time.Now()
 	t := time.NewTicker(d)
