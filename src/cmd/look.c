@@ -542,50 +542,85 @@ int ef_look_at(long pid, struct look *l)
 }
 
 
-struct site_search {
-	uint64_t ra;
+/* The mapping and file of each call site, found in one walk of the maps. */
+static struct site_file {
 	struct mapping m;
 	char name[PATH_MAX];
+} site_files[EF_SITE_ROWS];
+
+struct site_search {
+	const struct look *l;
+	unsigned want, found; /* sites to place, and placed */
 };
 
 static int site_line(const struct ef_map_line *line, void *arg)
 {
 	struct site_search *s = arg;
-	if (s->ra < line->start || s->ra >= line->end)
-		return 0;
-	s->m = (struct mapping){ line->start, line->end, line->offset };
-	snprintf(s->name, sizeof(s->name), "%s", line->name);
-	return 1;
+	for (unsigned i = 0; i < s->want; i++) {
+		uint64_t ra = (uint64_t)(uintptr_t)s->l->sites[i].ra;
+		if (site_files[i].name[0] || ra < line->start || ra >= line->end)
+			continue;
+		site_files[i].m = (struct mapping){ line->start, line->end, line->offset };
+		snprintf(site_files[i].name, sizeof(site_files[i].name), "%s", line->name);
+		s->found++;
+	}
+	return s->found == s->want;
 }
 
-/* A call site as the exit report names it with dladdr(3): the object's file
- * name and the exported symbol that holds the address, "libfoo.so (fn+42)".
- * From outside: the mapping in /proc/PID/maps, the symbol in that file's
- * .dynsym. */
-void ef_look_site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w)
+/* Names site i, of a file already opened as e (or not: fd < 0), as dladdr(3)
+ * would: the file's base name and the .dynsym symbol holding the address. */
+static void site_name(struct look *l, unsigned i, int fd, const struct ef_file *e)
 {
-	struct site_search s = { .ra = ra };
-	if (ef_maps_each(pid, site_line, &s) != 1 || s.name[0] != '/') {
-		ef_fmt(w, "?");
+	const struct site_file *f = &site_files[i];
+	uint64_t ra = (uint64_t)(uintptr_t)l->sites[i].ra, vaddr, value;
+	struct ef_buf w = EF_BUF(l->where[i]);
+	if (f->name[0] != '/') {
+		ef_fmt(&w, "?");
 		return;
 	}
-	struct look l = { .pid = pid };
-	snprintf(l.lib, sizeof(l.lib), "%s", s.name);
 	/* dladdr names the file as it was loaded, without " (deleted)". */
-	char base[PATH_MAX];
-	snprintf(base, sizeof(base), "%s", strrchr(l.lib, '/') + 1);
+	char base[PATH_MAX], sym[256];
+	snprintf(base, sizeof(base), "%s", strrchr(f->name, '/') + 1);
 	size_t n = strlen(base);
 	if (n > 10 && strcmp(base + n - 10, " (deleted)") == 0)
 		base[n - 10] = '\0';
-	ef_esc(w, *base ? base : comm, 0);
-	int fd = open_library(pid, &l, &s.m);
-	struct ef_file e;
-	uint64_t vaddr, value;
-	char sym[256];
-	if (fd >= 0 && ef_file_open(fd, &e) == 0 &&
-	    ef_file_vaddr_of(&e, ra - s.m.start + s.m.offset, &vaddr) == 0 &&
-	    ef_file_dynsym_at(&e, vaddr, sym, sizeof(sym), &value) == 0)
-		ef_fmt(ef_esc(ef_fmt(w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
-	if (fd >= 0)
-		close(fd);
+	ef_esc(&w, *base ? base : l->comm, 0);
+	if (fd >= 0 && ef_file_vaddr_of(e, ra - f->m.start + f->m.offset, &vaddr) == 0 &&
+	    ef_file_dynsym_at(e, vaddr, sym, sizeof(sym), &value) == 0)
+		ef_fmt(ef_esc(ef_fmt(&w, " ("), sym, 0), "+%" PRIu64 ")", vaddr - value);
+}
+
+/* Each call site as the exit report names it with dladdr(3), "libfoo.so
+ * (fn+42)", from outside: its mapping in /proc/PID/maps (one walk for all
+ * sites), the symbol in that file's .dynsym (each file opened once). */
+void ef_look_name_sites(struct look *l)
+{
+	struct site_search s = { .l = l };
+	while (s.want < EF_SITE_ROWS && l->sites[s.want].ra)
+		s.want++;
+	memset(site_files, 0, sizeof(site_files));
+	memset(l->where, 0, sizeof(l->where));
+	if (s.want && ef_maps_each(l->pid, site_line, &s) < 0)
+		s.want = 0; /* the process is gone: every site "?" */
+	for (unsigned i = 0; i < EF_SITE_ROWS && l->sites[i].ra; i++) {
+		if (l->where[i][0])
+			continue; /* named with an earlier site of its file */
+		int fd = -1;
+		struct ef_file e = { .fd = -1 };
+		if (i < s.want && site_files[i].name[0] == '/') {
+			struct look as = { .pid = l->pid };
+			snprintf(as.lib, sizeof(as.lib), "%s", site_files[i].name);
+			fd = open_library(l->pid, &as, &site_files[i].m);
+			if (fd >= 0 && ef_file_open(fd, &e) != 0) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		for (unsigned j = i; j < EF_SITE_ROWS && l->sites[j].ra; j++)
+			if (j == i || (site_files[i].name[0] == '/' &&
+				       strcmp(site_files[j].name, site_files[i].name) == 0))
+				site_name(l, j, fd, &e);
+		if (fd >= 0)
+			close(fd);
+	}
 }

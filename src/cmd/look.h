@@ -46,6 +46,7 @@ struct look {
 	unsigned runtimes;
 	struct ef_site_row rows[EF_SITE_ROWS]; /* as read */
 	struct ef_site_view sites[EF_SITE_ROWS]; /* with their counters from the slots */
+	char where[EF_SITE_ROWS][512]; /* their names, escaped (ef_look_name_sites); "" until named */
 };
 
 /* Exit statuses of `epollfix status`, one per kind of answer (doc/epollfix.1.in). */
@@ -78,10 +79,10 @@ int ef_look_failure(const char **why);
 /* Seconds since boot, the clock of /proc/PID/stat's start time. */
 double ef_look_now(void);
 
-/* A call site as the exit report names it with dladdr(3), "libfoo.so (fn+42)",
- * from outside: the mapping in /proc/PID/maps, the symbol in that file's
- * .dynsym; comm names the program's own file. */
-void ef_look_site_where(long pid, uint64_t ra, const char *comm, struct ef_buf *w);
+/* Names each call site in l->where as the exit report does with dladdr(3),
+ * "libfoo.so (fn+42)", from outside: a look that shows sites calls it once,
+ * after ef_look_at, so that showing them reads nothing. */
+void ef_look_name_sites(struct look *l);
 
 /* How an epoll_pwait2 state reads: "works", "fell back" or "not probed". */
 const char *ef_look_pwait2_word(const struct look *l);

@@ -181,13 +181,10 @@ void ef_show_json(FILE *out, const struct look *l, const struct ef_show_rates *r
 		const struct ef_site_view *row = &l->sites[i];
 		uint64_t ra = (uint64_t)(uintptr_t)row->ra;
 		unsigned f = row->flags;
-		char where[512];
-		struct ef_buf w = EF_BUF(where);
 		if (!ra)
 			break;
-		ef_look_site_where(l->pid, ra, l->comm, &w);
 		fputs(i ? ",{\"where\":" : "{\"where\":", out);
-		json_str(out, where);
+		json_str(out, l->where[i][0] ? l->where[i] : "?");
 		fprintf(out,
 			",\"upgraded\":%llu,\"deadlines\":%llu,\"left_alone\":%llu,\"recognised\":%s,"
 			"\"runs_end\":%s,\"endless\":%s,\"sub_ms_seen\":%s,\"backed_off\":%s}",
@@ -262,11 +259,16 @@ void ef_show_line(FILE *out, const struct look *l, const struct ef_show_rates *r
 		(unsigned long long)l->t.clamped, rc, (unsigned long long)l->t.passed, rp, late, pw, pod);
 }
 
-/* Names a site of the process read (ctx) from outside. */
+/* A site's name, as the look read it (ef_look_name_sites). */
 static void site_where(const void *ra, const void *ctx, struct ef_buf *w)
 {
 	const struct look *l = ctx;
-	ef_look_site_where(l->pid, (uint64_t)(uintptr_t)ra, l->comm, w);
+	for (unsigned i = 0; i < EF_SITE_ROWS; i++)
+		if (l->sites[i].ra == ra) {
+			ef_fmt(w, "%s", l->where[i][0] ? l->where[i] : "?");
+			return;
+		}
+	ef_fmt(w, "?");
 }
 
 /* The container and the pod of the process, a line each when known. */

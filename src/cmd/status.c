@@ -155,6 +155,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 		}
 		struct ef_show_rates r = ef_show_rates_of(&l, watching ? prev_of(pid) : NULL, now);
 		if (json) {
+			ef_look_name_sites(&l);
 			ef_show_json(stdout, &l, &r);
 		} else {
 			if (!shown)
@@ -306,6 +307,7 @@ int ef_status_main(int argc, char **argv)
 			}
 			double now = ef_look_now();
 			struct ef_show_rates r = ef_show_rates_of(&l, watch ? prev_of(pid) : NULL, now);
+			ef_look_name_sites(&l);
 			if (json)
 				ef_show_json(stdout, &l, &r);
 			else
