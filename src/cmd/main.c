@@ -303,19 +303,14 @@ int main(int argc, char **argv)
 	/* A Go program is supervised as well (gosup.h), unless --go=off. */
 	char go_text[1024] = "";
 	struct ef_buf go_line = EF_BUF(go_text);
-	int go_on = 1, supervise = 0;
+	int supervise = 0;
 	static struct ef_text go_t;
 	struct ef_config go_c;
 	struct ef_origin go_o;
 	const char *go_file;
+	/* A value not understood is warned about by the one parser, and auto used. */
 	ef_config_load(&go_c, &go_t, &go_o, &go_file, (const char *(*)(const char *))getenv);
-	const char *go = go_t.go;
-	if (go && *go && strcmp(go, "auto") != 0) {
-		go_on = strcmp(go, "off") != 0;
-		if (go_on)
-			fprintf(stderr, "epollfix: warning: EPOLLFIX_GO=%s is neither auto nor off: auto used\n",
-				go);
-	}
+	int go_on = go_c.go != EF_GO_OFF;
 	if (resolved && go_on)
 		supervise = ef_go_plan(path, &go_line);
 	if (want_check) {

@@ -15,6 +15,9 @@ static const struct ef_word ef_seccomp_words[] = { { "safe", EF_SECCOMP_SAFE },
 						   { "auto", EF_SECCOMP_AUTO },
 						   { "probe", EF_SECCOMP_PROBE },
 						   { NULL, 0 } };
+static const struct ef_word ef_go_words[] = { { "off", EF_GO_OFF },
+					      { "auto", EF_GO_AUTO },
+					      { NULL, 0 } };
 static const struct ef_word ef_adapt_words[] = {
 	{ "off", EF_ADAPT_OFF }, { "auto", EF_ADAPT_AUTO }, { "safe", EF_ADAPT_SAFE }, { NULL, 0 }
 };

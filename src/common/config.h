@@ -14,6 +14,8 @@
 enum ef_adapt { EF_ADAPT_OFF, EF_ADAPT_AUTO, EF_ADAPT_SAFE };
 /* EPOLLFIX_SECCOMP */
 enum ef_seccomp { EF_SECCOMP_SAFE, EF_SECCOMP_TRUST, EF_SECCOMP_AUTO, EF_SECCOMP_PROBE };
+/* EPOLLFIX_GO */
+enum ef_go { EF_GO_OFF, EF_GO_AUTO };
 
 enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 
@@ -67,6 +69,10 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	    "under a seccomp filter in force at start, whose content cannot be read: auto: in a " \
 	    "container ask a child whether it allows epoll_pwait2 and timer slack, elsewhere as " \
 	    "safe; probe: ask a child everywhere; safe: never call either; trust: it allows both") \
+	NUM(go, GO, "go", WORD, EF_GO_OFF, EF_GO_AUTO, EF_GO_AUTO, EF_GO_AUTO, ef_go_words,       \
+	    "=auto|off",                                                                          \
+	    "auto: a Go program the command starts is also supervised, so the Go runtime's own " \
+	    "sub-ms timers end on time (doc/go.md); off: preloaded only")                        \
 	/* Lists of objects: a library's file name (libzmq.so.5, or libzmq.so for any        \
 	 * version), a directory in its path (gevent), a path, or the program's name. */      \
 	TEXT(genuine_callers, GENUINE_CALLERS, "genuine-callers", EF_LIST_SIZE, 1, "", "", NULL, \
@@ -82,9 +88,6 @@ enum ef_kind { EF_KIND_DURATION, EF_KIND_INT, EF_KIND_WORD, EF_KIND_TEXT };
 	     "act only in these programs (/proc/self/comm or argv[0]'s basename)")                \
 	TEXT(skip, SKIP, "skip", EF_LIST_SIZE, 1, "", "", NULL, "=NAME[,NAME...]",               \
 	     "act in every program but these; setting both ONLY and SKIP leaves every program alone") \
-	TEXT(go, GO, "go", 8, 2, "auto", "auto", NULL, "=auto|off",                             \
-	     "auto: a Go program the command starts is also supervised, so the Go runtime's own " \
-	     "sub-ms timers end on time (doc/go.md); off: preloaded only")                        \
 	TEXT(config, CONFIG, "config", EF_PATH_SIZE, 1, "", "", NULL, "=FILE",                   \
 	     "the system file to read instead of " EF_SYSCONF_FILE "; ignored in secure execution")
 

@@ -22,7 +22,7 @@
 #define EF_LIVE_SECTION "epollfix_live"
 #define EF_LIVE_MAGIC "epollfix status"      /* 15 characters and a NUL */
 #ifndef EF_LIVE_LAYOUT /* a test builds a library of another layout */
-#define EF_LIVE_LAYOUT 4
+#define EF_LIVE_LAYOUT 5
 #endif
 
 /* ---- The slots and their keys ---------------------------------------------- */

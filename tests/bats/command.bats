@@ -68,7 +68,7 @@ setup() {
 		--clamp-after=5 --clamp-gap=3us --adapt=auto --seccomp=trust --stats -- "$EPOLLFIX_PROGS/ef-calls"
 	assert_success
 	assert_equal "$(grep ' policy: ' <<<"$stderr" | sed 's/.*policy: //')" \
-		"disable=0 subms=20us max-ms=3 slack=keep log=warn clamp=2ms clamp-after=5 clamp-gap=3us adapt=auto max-extra=1000 seccomp=trust"
+		"disable=0 subms=20us max-ms=3 slack=keep log=warn clamp=2ms clamp-after=5 clamp-gap=3us adapt=auto max-extra=1000 seccomp=trust go=auto"
 	run "$cmd" --off "$EPOLLFIX_PROGS/ef-sleep" --count 40
 	assert_rounded
 	run "$cmd" --disable=1 "$EPOLLFIX_PROGS/ef-sleep" --count 40

@@ -24,7 +24,7 @@ run_calls() {
 	printf '# the host\nsubms = 20us\nmax-ms = 3\n\nadapt = off  # every wait\n' >"$conf"
 	run_calls
 	assert_equal "$(report_value policy)" \
-		"disable=0 subms=20us max-ms=3 slack=1us log=warn clamp=off clamp-after=16 clamp-gap=1us adapt=off max-extra=1000 seccomp=auto"
+		"disable=0 subms=20us max-ms=3 slack=1us log=warn clamp=off clamp-after=16 clamp-gap=1us adapt=off max-extra=1000 seccomp=auto go=auto"
 	refute_output --partial "epollfix: "
 }
 

@@ -116,6 +116,19 @@ Test(config, words_are_listed)
 	cr_assert_eq(c.disable, 1, "a garbled attempt to disable disables");
 }
 
+Test(config, go_is_a_word_auto_unless_off)
+{
+	struct ef_config c;
+	setenv_fake("EPOLLFIX_GO", "off");
+	ef_config_from_env(&c, NULL, fake_getenv);
+	cr_assert_eq(c.go, EF_GO_OFF);
+	env_n = 0;
+	setenv_fake("EPOLLFIX_GO", "maybe");
+	ef_config_from_env(&c, NULL, fake_getenv);
+	cr_assert_eq(c.go, EF_GO_AUTO, "a value not understood: supervised, as by default");
+	cr_assert_str_eq(warnings, "epollfix: EPOLLFIX_GO='maybe' is not one of off, auto; using auto\n");
+}
+
 Test(config, quiet_silences_warnings)
 {
 	struct ef_config c;
