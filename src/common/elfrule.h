@@ -1,7 +1,7 @@
 /* The ELF rules every reader of the project shares, pure and whatever reaches
  * the bytes: the library reads objects in its own memory (lib/elfsym.c, and
  * its own build id, lib/block.c), the command reads files that may be another
- * process's and hostile (cmd/target.c). Each reader fetches the bytes its own
+ * process's and hostile (cmd/look/target.c). Each reader fetches the bytes its own
  * way; what they mean is decided here once. */
 #ifndef EPOLLFIX_ELFRULE_H
 #define EPOLLFIX_ELFRULE_H

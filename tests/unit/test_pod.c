@@ -1,4 +1,4 @@
-/* A process's pod from its cgroup path and its environment (src/cmd/pod.c):
+/* A process's pod from its cgroup path and its environment (src/cmd/look/pod.c):
  * the path shapes kubelet and the runtimes make (containerd and CRI-O, the
  * systemd and cgroupfs drivers, every QoS class), as the node sees them and
  * as an agent in its own cgroup namespace sees them, in whichever line of
