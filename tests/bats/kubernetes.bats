@@ -577,13 +577,19 @@ new_pod() {
 	id=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 }
 
+# new_pod's uid and id, and in root the hierarchy to make its cgroups in
+# (the caller's locals); skips, saying why, where none is writable.
+new_pod_cgroups() {
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	new_pod
+}
+
 @test "status: a process in its own namespaces, in a cgroup named as kubelet names a pod's, shows its pod in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "namespaces and cgroups need root here"
 	command -v unshare >/dev/null || skip "no unshare"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id
-	new_pod
+	local root uid id
+	new_pod_cgroups
 	# The systemd driver's shape, in cgroup v2: on a hybrid host (v1
 	# controllers beside it) the v1 lines say "/" and the pod is on v2's.
 	local slice=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice
@@ -673,10 +679,8 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 
 @test "status: a path of any length the kernel allows, kind's systemd-driver shape under a node's scope" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id
-	new_pod
+	local root uid id
+	new_pod_cgroups
 	local path=system.slice/docker-$id.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice
 	path+=/kubelet-kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-$id.scope
 	[ "${#path}" -gt 293 ] || fail "${#path} bytes"
@@ -710,10 +714,8 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 
 @test "status: names from the environment only when its pod uid is the cgroup's: a process cannot name itself into another pod" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id other
-	new_pod
+	local root uid id other
+	new_pod_cgroups
 	other=$(python3 -c 'import uuid; print(uuid.uuid4())')
 	local path=kubepods.slice/kubepods-pod${uid//-/_}.slice/cri-containerd-$id.scope
 	make_cgroup "$root" "$path"
@@ -756,10 +758,8 @@ assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
 
 @test "status: a pod injected but running without the library says so, per process and per pod, in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id
-	new_pod
+	local root uid id
+	new_pod_cgroups
 	local path=kubepods/burstable/pod$uid/$id
 	make_cgroup "$root" "$path"
 	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID=$uid"
@@ -867,10 +867,8 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 
 @test "status: by default a container's processes are one series set, named by its pod and container, their counters summed; a second container's apart" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id other
-	new_pod
+	local root uid id other
+	new_pod_cgroups
 	other=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	make_cgroup "$root" "kubepods/pod$uid/$id"
 	make_cgroup "$root" "kubepods/pod$uid/$other"
@@ -904,10 +902,8 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 @test "status: the agent's two capabilities are the ones it needs: SYS_PTRACE to read another user's process, DAC_READ_SEARCH for its environment" {
 	[ "$(id -u)" = 0 ] || skip "dropping capabilities from root needs root"
 	command -v setpriv >/dev/null || skip "no setpriv"
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	local uid id
-	new_pod
+	local root uid id
+	new_pod_cgroups
 	local path=kubepods/pod$uid/$id
 	make_cgroup "$root" "$path"
 	# A pod's process as the agent meets it: another user, in its pod's
@@ -1008,9 +1004,7 @@ PY
 	# A process of a pod, as the policy leaves it: in its pod's cgroup, the
 	# variables, the library.
 	local root uid id
-	root=$(pod_hierarchy)
-	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
-	new_pod
+	new_pod_cgroups
 	make_cgroup "$root" "kubepods/pod$uid/$id"
 	start_in_cgroups "$BATS_TEST_TMPDIR/app" "$root/kubepods/pod$uid/$id" -- \
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
