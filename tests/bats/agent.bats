@@ -218,3 +218,23 @@ report() {
 	[ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
 	end_phases
 }
+
+@test "a restarted agent picks up the programs that run: killed, started again, the same program's sleeps short again" {
+	start_phases "$(prog local static phases)"
+	start_agent agent --path="$gobin/"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "first agent: $output; $(cat "$log")"
+	kill -KILL "$agent_pid"
+	wait "$agent_pid" || true
+	round 100
+	native "no agent"
+	# The second agent finds the program by its scan of /proc: it started
+	# before this agent, and never exec'd since.
+	start_agent agent --path="$gobin/"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "second agent: $output; $(cat "$log")"
+	[ "$(field sigurg)" = 0 ] || fail "$output"
+	report
+	[ "$(counter attached)" -ge 1 ] && [ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
+	end_phases
+}
