@@ -125,7 +125,7 @@ static int look_at(uint32_t pid, uint64_t gen)
 	if (why != EF_GO_OK) {
 		if (A.verbose)
 			fprintf(stderr, "epollfix agent: pid %u (%s, %s): not attached: %s\n", pid, path,
-				*img.version ? img.version : "Go", ef_go_why_text(why));
+				*img.version ? img.version : "Go", ef_go_image_says(&img, why));
 		return 0;
 	}
 	int r = ef_abpf_attach(A.bpf, pid, gen, img.sched + bias, img.epfd + bias);

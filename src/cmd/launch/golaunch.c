@@ -122,17 +122,17 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 		return 0;
 	}
 	if (why != EF_GO_OK) {
-		ef_fmt(out, "%s: its own timers stay at whole milliseconds\n", ef_go_why_text(why));
+		ef_fmt(out, "%s: its own timers stay at whole milliseconds\n", ef_go_image_says(&img, why));
 		return 0;
 	}
 	const char *lacks = kernel_lacks();
 	if (lacks) {
 		ef_fmt(out, "%s, but %s: its own timers stay at whole milliseconds\n",
-		       ef_go_why_text(why), lacks);
+		       ef_go_image_says(&img, why), lacks);
 		return 0;
 	}
 	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)\n",
-	       ef_go_why_text(why));
+	       ef_go_image_says(&img, why));
 	return 1;
 }
 

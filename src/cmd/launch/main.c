@@ -19,6 +19,7 @@
 #include "config.h"
 #include "copy.h"
 #include "epollfix.h"
+#include "goimage.h"
 #include "golaunch.h"
 #include "report.h"
 #include "sandbox.h"
@@ -245,6 +246,8 @@ int main(int argc, char **argv)
 		return ef_status_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "copy-files") == 0)
 		return ef_copy_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "go-image") == 0) /* for the tests: goimage.h */
+		return ef_go_image_main(argc - 1, argv + 1);
 	if (argc > 1 && (strcmp(argv[1], "agent") == 0 || strcmp(argv[1], "attach") == 0)) {
 #ifdef EF_HAVE_BPF
 		return ef_agent_main(argc - 1, argv + 1);

@@ -3,9 +3,13 @@
 #include "goimage.h"
 
 #include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fmt.h"
+#include "gocode.h"
 #include "maps.h"
 #include "target.h"
 
@@ -15,7 +19,7 @@ const char *ef_go_why_text(enum ef_go_why why)
 		[EF_GO_OK] = "runtime layout checked",
 		[EF_GO_NOT_ELF] = "not an ELF executable of this machine",
 		[EF_GO_NOT_GO] = "not Go",
-		[EF_GO_STRIPPED] = "stripped: no .symtab",
+		[EF_GO_STRIPPED] = "stripped: no .symtab, and no addresses from the runtime's code",
 		[EF_GO_NO_VERSION] = "no readable Go build information",
 		[EF_GO_UNKNOWN_RELEASE] = "runtime layout unknown for this release",
 		[EF_GO_NO_SYMBOLS] = "runtime symbols missing from .symtab",
@@ -68,12 +72,37 @@ static int release_minor(const char *v)
 	return *p == '\0' || *p == '.' || strncmp(p, "rc", 2) == 0 ? minor : -1;
 }
 
-enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
+const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why)
+{
+	return *img->says ? img->says : ef_go_why_text(why);
+}
+
+/* A stripped binary's addresses, from the code that uses them. */
+static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img, uint64_t *v)
+{
+	struct ef_go_vars vars;
+	const char *why;
+	struct ef_buf says = EF_BUF(img->says);
+	if (ef_go_code_vars(e, &vars, &why) != 0) {
+		ef_fmt(&says, "%s (%s)", ef_go_why_text(EF_GO_STRIPPED), why);
+		return EF_GO_STRIPPED;
+	}
+	ef_fmt(&says, "%s", "stripped: runtime layout checked, addresses read from .gopclntab and the "
+			    "runtime's code");
+	img->from_code = 1;
+	v[0] = vars.sched;
+	v[1] = vars.epfd;
+	/* The wake-up variable of the release: an eventfd from 1.23 (goimage.h). */
+	v[img->minor >= 23 ? 2 : 3] = vars.wake;
+	return EF_GO_OK;
+}
+
+enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
 {
 	struct ef_file e;
 	static const char *const names[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd",
 					     "runtime.netpollBreakRd" };
-	uint64_t v[4];
+	uint64_t v[4] = { 0 };
 
 	memset(img, 0, sizeof(*img));
 	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
@@ -86,8 +115,11 @@ enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
 	img->minor = release_minor(img->version);
 	if (img->minor < EF_GO_MINOR_MIN || img->minor > EF_GO_MINOR_MAX)
 		return EF_GO_UNKNOWN_RELEASE;
-	if (ef_file_symbols(&e, names, v, 4) < 0)
-		return EF_GO_STRIPPED;
+	if (code || ef_file_symbols(&e, names, v, 4) < 0) {
+		enum ef_go_why why = from_code(&e, img, v);
+		if (why != EF_GO_OK)
+			return why;
+	}
 	img->pie = e.type == ET_DYN;
 	img->sched = v[0];
 	img->epfd = v[1];
@@ -99,6 +131,37 @@ enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
 	    ef_file_first_load(&e, &img->first_vaddr, &img->first_offset) != 0)
 		return EF_GO_NO_SYMBOLS;
 	return EF_GO_OK;
+}
+
+enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
+{
+	return ef_go_image_read_as(fd, img, 0);
+}
+
+int ef_go_image_main(int argc, char **argv)
+{
+	int code = argc == 3 && strcmp(argv[1], "--code") == 0;
+	if (argc != 2 + code) {
+		fprintf(stderr, "usage: epollfix go-image [--code] PROGRAM\n");
+		return 2;
+	}
+	int fd = open(argv[1 + code], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		perror(argv[1 + code]);
+		return 1;
+	}
+	struct ef_go_image img;
+	enum ef_go_why why = ef_go_image_read_as(fd, &img, code);
+	close(fd);
+	if (why != EF_GO_OK) {
+		fprintf(stderr, "%s: %s\n", argv[1 + code], ef_go_image_says(&img, why));
+		return 1;
+	}
+	printf("%s %s sched=%#llx epfd=%#llx %s=%#llx\n", img.version,
+	       img.from_code ? "code" : "symtab", (unsigned long long)img.sched,
+	       (unsigned long long)img.epfd, img.wake_eventfd ? "netpollEventFd" : "netpollBreakRd",
+	       (unsigned long long)img.wake);
+	return 0;
 }
 
 struct bias_search {

@@ -1,7 +1,9 @@
-/* What the Go supervisor needs to know of a Go executable, read from its file
- * only (doc/go.md): the Go release, from the build information, and the
- * link-time addresses of the runtime's variables it reads or names, from
- * .symtab. Everything else it reads is checked where it is read. */
+/* What the Go supervisor and the agent need to know of a Go executable, read
+ * from its file only (doc/go.md): the Go release, from the build
+ * information, and the link-time addresses of the runtime's variables they
+ * read or name, from .symtab, or in a stripped binary from the code that
+ * uses them (gocode.h). Everything else they read is checked where it is
+ * read. */
 #ifndef EPOLLFIX_GOIMAGE_H
 #define EPOLLFIX_GOIMAGE_H
 
@@ -39,12 +41,27 @@ struct ef_go_image {
 	uint64_t first_offset;
 	uint64_t sched, epfd, wake; /* link-time addresses */
 	int wake_eventfd;      /* wake is runtime.netpollEventFd */
+	int from_code;         /* stripped: the addresses were read from the code */
+	char says[192];        /* why, in a few words (ef_go_image_says) */
 };
 
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded). EF_GO_OK, or why the supervisor cannot act on it;
  * img->version is filled whenever the release could be read. */
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
+
+/* The same; with from_code, the addresses come from the code even when
+ * .symtab has them (`epollfix go-image --code`, which the tests compare). */
+enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int from_code);
+
+/* What ef_go_image_read found, in a few words: ef_go_why_text(why), or more
+ * for a stripped binary (where its addresses came from, or why none did). */
+const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why);
+
+/* `epollfix go-image [--code] PROGRAM`, for tests: its release, where its
+ * addresses come from and the addresses, one line; 1 and the reason when
+ * there are none. Not documented for users. */
+int ef_go_image_main(int argc, char **argv);
 
 /* The load bias of process pid running img (its executable's inode ino):
  * where the mapping of the first PT_LOAD starts, less that segment's

@@ -80,8 +80,8 @@ static int phdr(const struct ef_file *e, unsigned i, Elf64_Phdr *p)
 	Elf32_Phdr q;
 	if (read_at(e->fd, &q, sizeof(q), e->phoff + (uint64_t)i * e->phentsize) != 0)
 		return -1;
-	*p = (Elf64_Phdr){ .p_type = q.p_type, .p_offset = q.p_offset, .p_vaddr = q.p_vaddr,
-			   .p_filesz = q.p_filesz, .p_memsz = q.p_memsz };
+	*p = (Elf64_Phdr){ .p_type = q.p_type, .p_flags = q.p_flags, .p_offset = q.p_offset,
+			   .p_vaddr = q.p_vaddr, .p_filesz = q.p_filesz, .p_memsz = q.p_memsz };
 	return 0;
 }
 
@@ -127,6 +127,23 @@ int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset,
 		return 0;
 	}
 	return -1;
+}
+
+unsigned ef_file_loads(const struct ef_file *e, struct ef_load *out, unsigned cap)
+{
+	Elf64_Phdr p;
+	struct stat st;
+	unsigned n = 0;
+	if (fstat(e->fd, &st) != 0)
+		return 0;
+	uint64_t size = (uint64_t)st.st_size;
+	for (unsigned i = 0; i < e->phnum && n < cap; i++)
+		if (phdr(e, i, &p) == 0 && p.p_type == PT_LOAD && p.p_offset <= size &&
+		    p.p_filesz <= size - p.p_offset && p.p_filesz <= p.p_memsz &&
+		    p.p_vaddr <= UINT64_MAX - p.p_memsz)
+			out[n++] = (struct ef_load){ p.p_vaddr, p.p_offset, p.p_filesz, p.p_memsz,
+						     p.p_flags };
+	return n;
 }
 
 int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off)

@@ -50,6 +50,18 @@ int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t 
  * offset 0 lands, less the load bias. -1 without a PT_LOAD. */
 int ef_file_first_load(const struct ef_file *e, uint64_t *vaddr, uint64_t *offset);
 
+/* A PT_LOAD segment: where its file bytes are, where they load, and its
+ * permissions (PF_X, PF_W, PF_R). */
+struct ef_load {
+	uint64_t vaddr, offset, filesz, memsz;
+	unsigned flags;
+};
+
+/* The file's PT_LOAD segments, up to cap of them, into out: their number.
+ * Only segments whose file bytes lie inside the file and whose addresses do
+ * not wrap are given (the file is another process's: hostile). */
+unsigned ef_file_loads(const struct ef_file *e, struct ef_load *out, unsigned cap);
+
 /* Reads size bytes at file offset off: 0, or -1 when short. */
 int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off);
 

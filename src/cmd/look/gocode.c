@@ -1,0 +1,243 @@
+/* The Go runtime's variables, from the code that uses them (gocode.h). */
+#include "gocode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopclntab.h"
+#include "x86.h"
+
+#define MAX_CODE (64u << 10) /* findRunnable, the largest, is about 6 KiB */
+#define MAX_LOADS 16
+#define MAX_SET 64
+#define PF_X_ 1
+#define PF_W_ 2
+
+/* The distinct addresses a function's operands of one kind name. */
+struct set {
+	uint64_t v[MAX_SET];
+	unsigned n;
+	int full;
+};
+
+static void add(struct set *s, uint64_t a)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->v[i] == a)
+			return;
+	if (s->n == MAX_SET)
+		s->full = 1;
+	else
+		s->v[s->n++] = a;
+}
+
+static int has(const struct set *s, uint64_t a)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->v[i] == a)
+			return 1;
+	return 0;
+}
+
+/* The one address in both a and b (b NULL: in a): 0 and *out, or -1. */
+static int only(const struct set *a, const struct set *b, uint64_t *out)
+{
+	unsigned n = 0;
+	if (a->full || (b && b->full))
+		return -1;
+	for (unsigned i = 0; i < a->n; i++)
+		if (!b || has(b, a->v[i])) {
+			*out = a->v[i];
+			n++;
+		}
+	return n == 1 ? 0 : -1;
+}
+
+/* What a function's code says, by kind of operand. */
+struct uses {
+	struct set lea;	   /* LEAQ x(RIP), r: the address taken */
+	struct set st32;   /* MOVL r, x(RIP) */
+	struct set st64;   /* MOVQ r, x(RIP) */
+	struct set load;   /* MOVL/MOVQ/MOVLQSX x(RIP), r */
+	struct set cmp_m1; /* CMPL x(RIP), $-1 */
+	struct set xchg64; /* XCHGQ r, (r2) with r2 just loaded by LEAQ x(RIP), r2 */
+};
+
+/* Instructions after which a register loaded by LEAQ still holds the address:
+ * NOPs, register moves and zeroings, tests. *dst: the register they write, or
+ * -1. Anything else may write any register. */
+static int keeps_addresses(const struct ef_x86 *x, int *dst)
+{
+	*dst = -1;
+	if (x->vex)
+		return 0;
+	if (x->map == 0 && x->op == 0x90 && !x->rexb)
+		return 1; /* NOP (with REX.B it is XCHG r8, rax) */
+	if (x->map == 1 && x->op == 0x1f)
+		return 1; /* NOPL */
+	if (x->map != 0 || !x->modrm || x->mod != 3)
+		return 0;
+	switch (x->op) {
+	case 0x84: case 0x85: /* TEST */
+		return 1;
+	case 0x89: case 0x31: /* MOV, XOR: r/m <- reg */
+		*dst = (int)x->rm;
+		return 1;
+	case 0x8b: case 0x33: /* MOV, XOR: reg <- r/m */
+		*dst = (int)x->reg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+#define BIT(m, i) ((m)[(i) >> 3] & (1u << ((i)&7)))
+#define SET(m, i) ((m)[(i) >> 3] |= (uint8_t)(1u << ((i)&7)))
+
+/* Walks code[0..size), loaded at start, twice: the first pass checks that
+ * every byte decodes and every branch inside lands on an instruction; the
+ * second gathers the operands, forgetting what registers hold at each branch
+ * target. 0, or -1 when the code is not understood. */
+static int walk(const uint8_t *code, uint32_t size, uint64_t start, struct uses *u)
+{
+	uint8_t insn[MAX_CODE / 8], target[MAX_CODE / 8];
+	struct ef_x86 x;
+
+	memset(insn, 0, sizeof(insn));
+	memset(target, 0, sizeof(target));
+	for (uint32_t at = 0; at < size; at += x.len) {
+		if (ef_x86_decode(code + at, size - at, start + at, &x) != 0)
+			return -1;
+		SET(insn, at);
+		int rel = (x.map == 0 && ((x.op >= 0x70 && x.op < 0x80) || x.op == 0xe8 ||
+					  x.op == 0xe9 || x.op == 0xeb || (x.op >= 0xe0 && x.op < 0xe4))) ||
+			  (x.map == 1 && !x.vex && x.op >= 0x80 && x.op < 0x90);
+		if (!rel)
+			continue;
+		uint64_t to = start + at + x.len + (uint64_t)x.imm;
+		if (to >= start && to < start + size)
+			SET(target, to - start);
+	}
+	for (uint32_t i = 0; i < size; i++)
+		if (BIT(target, i) && !BIT(insn, i))
+			return -1; /* a branch into an instruction: the decode is wrong */
+
+	uint64_t holds[16];
+	int valid[16] = { 0 };
+	memset(u, 0, sizeof(*u));
+	for (uint32_t at = 0; at < size; at += x.len) {
+		ef_x86_decode(code + at, size - at, start + at, &x);
+		if (BIT(target, at))
+			memset(valid, 0, sizeof(valid));
+		int plain = x.map == 0 && !x.vex && !x.o16, dst;
+		if (plain && x.rip) {
+			if (x.op == 0x8d && x.w)
+				add(&u->lea, x.target);
+			else if (x.op == 0x89)
+				add(x.w ? &u->st64 : &u->st32, x.target);
+			else if (x.op == 0x8b || x.op == 0x63)
+				add(&u->load, x.target);
+			else if (x.op == 0x83 && (x.reg & 7) == 7 && !x.w && x.imm == -1)
+				add(&u->cmp_m1, x.target);
+		}
+		if (plain && x.rip && x.op == 0x8d && x.w) {
+			holds[x.reg] = x.target;
+			valid[x.reg] = 1;
+		} else if (plain && x.op == 0x87 && x.w && x.mod != 3 && x.base >= 0) {
+			if (valid[x.base])
+				add(&u->xchg64, holds[x.base]);
+			valid[x.reg] = 0;
+		} else if (keeps_addresses(&x, &dst)) {
+			if (dst >= 0)
+				valid[dst] = 0;
+		} else {
+			memset(valid, 0, sizeof(valid));
+		}
+	}
+	return 0;
+}
+
+/* The code of f, read from the executable segment that holds it whole. */
+static int read_code(const struct ef_file *e, const struct ef_load *loads, unsigned n,
+		     const struct ef_go_func *f, uint8_t *code)
+{
+	uint64_t size = f->end - f->start;
+	if (f->end <= f->start || size > MAX_CODE)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if ((loads[i].flags & PF_X_) && f->start >= loads[i].vaddr &&
+		    f->end - loads[i].vaddr <= loads[i].filesz)
+			return ef_file_read(e, code, (size_t)size, loads[i].offset + (f->start - loads[i].vaddr));
+	return -1;
+}
+
+/* [a, a + len) inside one writable segment. */
+static int writable(const struct ef_load *loads, unsigned n, uint64_t a, uint64_t len)
+{
+	for (unsigned i = 0; i < n; i++)
+		if ((loads[i].flags & PF_W_) && a >= loads[i].vaddr && a - loads[i].vaddr <= loads[i].memsz &&
+		    len <= loads[i].memsz - (a - loads[i].vaddr))
+			return 1;
+	return 0;
+}
+
+enum { NETPOLLINIT, NETPOLL, FINDRUNNABLE, NFUNCS };
+
+int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **why)
+{
+	struct ef_go_func f[NFUNCS] = {
+		[NETPOLLINIT] = { .name = "runtime.netpollinit" },
+		[NETPOLL] = { .name = "runtime.netpoll" },
+		[FINDRUNNABLE] = { .name = "runtime.findRunnable" },
+	};
+	struct ef_load loads[MAX_LOADS];
+	struct uses *u = calloc(NFUNCS, sizeof(*u));
+	uint8_t *code = malloc(MAX_CODE);
+	int r = -1;
+
+	if (!u || !code) {
+		*why = "out of memory";
+		goto out;
+	}
+	if (ef_go_pcln_find(e, f, NFUNCS, why) != 0)
+		goto out;
+	unsigned n = ef_file_loads(e, loads, MAX_LOADS);
+	for (int k = 0; k < NFUNCS; k++)
+		if (read_code(e, loads, n, &f[k], code) != 0 ||
+		    walk(code, (uint32_t)(f[k].end - f[k].start), f[k].start, &u[k]) != 0) {
+			*why = "runtime code not understood";
+			goto out;
+		}
+	uint64_t epfd_init, epfd_poll, wake_init, wake_poll, lastpoll;
+	if (only(&u[NETPOLLINIT].st32, NULL, &epfd_init) != 0 ||
+	    only(&u[NETPOLL].cmp_m1, NULL, &epfd_poll) != 0 || epfd_init != epfd_poll) {
+		*why = "runtime.epfd not found in runtime.netpollinit and runtime.netpoll";
+		goto out;
+	}
+	if (only(&u[NETPOLLINIT].lea, &u[NETPOLLINIT].st64, &wake_init) != 0 ||
+	    only(&u[NETPOLL].lea, &u[NETPOLL].load, &wake_poll) != 0 || wake_init != wake_poll) {
+		*why = "the wake-up variable not found in runtime.netpollinit and runtime.netpoll";
+		goto out;
+	}
+	const struct set *x = &u[FINDRUNNABLE].xchg64;
+	if (x->full || x->n != 2 || (x->v[0] + 8 != x->v[1] && x->v[1] + 8 != x->v[0])) {
+		*why = "runtime.sched not found in runtime.findRunnable";
+		goto out;
+	}
+	lastpoll = x->v[0] < x->v[1] ? x->v[0] : x->v[1];
+	v->sched = lastpoll - 8;
+	v->epfd = epfd_init;
+	v->wake = wake_init;
+	if (lastpoll < 8 || !writable(loads, n, v->sched, 24) || !writable(loads, n, v->epfd, 4) ||
+	    !writable(loads, n, v->wake, 8) || v->epfd == v->wake ||
+	    (v->epfd >= v->sched && v->epfd < v->sched + 24) ||
+	    (v->wake >= v->sched && v->wake < v->sched + 24)) {
+		*why = "runtime variables found outside the writable data";
+		goto out;
+	}
+	r = 0;
+out:
+	free(u);
+	free(code);
+	return r;
+}
