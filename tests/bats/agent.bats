@@ -238,3 +238,39 @@ report() {
 	[ "$(counter attached)" -ge 1 ] && [ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
 	end_phases
 }
+
+@test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.20, 1.22, installed; PIE)" {
+	local p
+	for p in "local stripped" "go1.22.12 stripped" "go1.20.14 stripped" "local stripped-pie"; do
+		# shellcheck disable=SC2086 # release and variant
+		start_phases "$(prog $p phases)"
+		start_agent attach "$prog_pid"
+		round 300
+		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$p: attached: $output"
+		[ "$(field sigurg)" = 0 ] || fail "$p: the program saw SIGURG: $output"
+		kill -INT "$agent_pid"
+		wait "$agent_pid"
+		[ "$(counter attached)" = 1 ] || fail "$p: $(cat "$log")"
+		[ "$(counter ended)" -ge 150 ] || fail "$p: $(cat "$log")"
+		end_phases || fail "$p: $(cat "$BATS_TEST_TMPDIR/phases.err")"
+		rm -f "$BATS_TEST_TMPDIR/in" "$out"
+	done
+}
+
+@test "attach PID: a stripped program whose runtime code is not read (built -N -l) is not attached, saying why" {
+	start_phases "$(prog local stripped-noopt phases)"
+	"$cmd" attach "$prog_pid" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	local i why="not attached: stripped: no .symtab, and no addresses from the runtime's code ("
+	for i in $(seq 100); do
+		grep -qF "$why" "$log" && break
+		sleep 0.1
+	done
+	grep -qF "$why" "$log" || fail "$(cat "$log")"
+	round 100
+	native "not attached"
+	report
+	[ "$(counter attached)" = 0 ] && [ "$(counter waits)" = 0 ] || fail "$(cat "$log")"
+	end_phases
+}

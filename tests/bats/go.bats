@@ -64,17 +64,19 @@ need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 	run "$cmd" --check "$(prog go1.20.14 static sleeps)"
 	assert_line --regexp "is a Go program \(go1\.20\.14\): runtime layout checked: supervised "
 	run "$cmd" --check "$(prog local stripped sleeps)"
+	assert_line --regexp "is a Go program \(go1\.[0-9.]+\): stripped: runtime layout checked, addresses from .gopclntab and the runtime's code: supervised "
+	run "$cmd" --check "$(prog local stripped-noopt sleeps)"
 	assert_failure 1
-	assert_line --regexp "is a Go program \(go1\.[0-9.]+\): stripped: no .symtab: its own timers stay at whole milliseconds$"
+	assert_line --regexp "is a Go program \(go1\.[0-9.]+\): stripped: no .symtab, and no addresses from the runtime's code \(.+\): its own timers stay at whole milliseconds$"
 	run "$cmd" --check "$EPOLLFIX_PROGS/ef-sleep"
 	refute_output --partial "Go program"
 }
 
-@test "a stripped Go program runs untouched, with one line saying why" {
-	run --separate-stderr "$cmd" --stats="$report" "$(prog local stripped sleeps)" 100us 50
+@test "a stripped Go program whose runtime code is not read (built -N -l) runs untouched, with one line saying why" {
+	run --separate-stderr "$cmd" --stats="$report" "$(prog local stripped-noopt sleeps)" 100us 50
 	assert_success
 	[ "$(wc -l <<<"$stderr")" -eq 1 ] || fail "$stderr"
-	[[ "$stderr" == *"stripped: no .symtab"* ]] || fail "$stderr"
+	[[ "$stderr" == *"stripped: no .symtab, and no addresses from the runtime's code"* ]] || fail "$stderr"
 	! grep -q "Go supervisor" "$report" 2>/dev/null || fail "a supervisor ran: $(cat "$report")"
 }
 
@@ -351,4 +353,48 @@ median_late_us() {
 	[[ "$stderr" == *"(EBUSY)"* ]] || fail "$stderr"
 	wait_report
 	[ "$(counter notifications)" -le 20 ] || fail "$(cat "$report")"
+}
+
+@test "go-image: the addresses read from the runtime's code are those of .symtab (Go 1.20, 1.22, installed: static, dynamic, PIE)" {
+	local r v p a c
+	for r in local go1.22.12 go1.20.14; do
+		for v in static dynamic pie; do
+			p=$(prog "$r" "$v" sleeps)
+			a=$("$cmd" go-image "$p") || fail "$r $v: $a"
+			c=$("$cmd" go-image --code "$p") || fail "$r $v: $c"
+			[[ "$a" == "go1."*" symtab sched=0x"*" epfd=0x"* ]] || fail "$r $v: $a"
+			[ "${c/ code / symtab }" = "$a" ] || fail "$r $v: .symtab: $a; code: $c"
+		done
+	done
+	# Without .symtab for real (strip keeps the layout): the same addresses.
+	command -v strip >/dev/null || skip_missing "no strip (binutils)"
+	p=$(prog local pie sleeps)
+	strip -o "$BATS_TEST_TMPDIR/stripped" "$p"
+	! readelf -S "$BATS_TEST_TMPDIR/stripped" | grep -q '\.symtab' || fail "strip kept .symtab"
+	c=$("$cmd" go-image "$BATS_TEST_TMPDIR/stripped")
+	[ "${c/ code / symtab }" = "$("$cmd" go-image "$p")" ] || fail "$c"
+	# Built with -s -w: read from the code.
+	for r in local go1.22.12 go1.20.14; do
+		for v in stripped stripped-pie; do
+			run "$cmd" go-image "$(prog "$r" "$v" sleeps)"
+			assert_success
+			assert_output --regexp "^go1\.[0-9.]+ code sched=0x[0-9a-f]+ epfd=0x[0-9a-f]+ netpoll(EventFd|BreakRd)=0x[0-9a-f]+$"
+		done
+	done
+	run "$cmd" go-image "$(prog local stripped-noopt sleeps)"
+	assert_failure 1
+	assert_output --partial "stripped: no .symtab, and no addresses from the runtime's code ("
+}
+
+@test "a stripped Go program (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed)" {
+	sleeps_supervised local stripped
+	sleeps_supervised go1.22.12 stripped
+	sleeps_supervised go1.20.14 stripped
+}
+
+@test "a stripped Go PIE (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed)" {
+	need_glibc # a PIE has a loader: the glibc build's library is preloaded
+	sleeps_supervised local stripped-pie
+	sleeps_supervised go1.22.12 stripped-pie
+	sleeps_supervised go1.20.14 stripped-pie
 }

@@ -87,7 +87,7 @@ static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img
 		ef_fmt(&says, "%s (%s)", ef_go_why_text(EF_GO_STRIPPED), why);
 		return EF_GO_STRIPPED;
 	}
-	ef_fmt(&says, "%s", "stripped: runtime layout checked, addresses read from .gopclntab and the "
+	ef_fmt(&says, "%s", "stripped: runtime layout checked, addresses from .gopclntab and the "
 			    "runtime's code");
 	img->from_code = 1;
 	v[0] = vars.sched;

@@ -142,7 +142,7 @@ static unsigned vex_map(unsigned map, unsigned op)
 			return M | I8;
 		return M;
 	}
-	return map == 2 ? M : map == 3 ? M | I8 : BAD;
+	return map == 2 || map == 5 || map == 6 ? M : map == 3 ? M | I8 : BAD;
 }
 
 /* Little-endian signed reads; the caller has checked the bounds. */
@@ -200,6 +200,19 @@ int ef_x86_decode(const uint8_t *p, size_t n, uint64_t ip, struct ef_x86 *x)
 		x->vex = 1;
 		x->op = p[at++];
 		flags = vex_map(x->map, x->op);
+	} else if (c == 0x62) { /* EVEX (BOUND is invalid in 64-bit mode): Go 1.26's runtime has AVX-512 */
+		if (rex || x->o16 || legacy_sse || at + 3 >= max)
+			return -1;
+		unsigned p0 = p[at], p1 = p[at + 1];
+		at += 3;
+		r = !(p0 & 0x80);
+		xx = !(p0 & 0x40);
+		b = !(p0 & 0x20);
+		x->map = p0 & 7;
+		x->w = (p1 >> 7) & 1;
+		x->vex = 1;
+		x->op = p[at++];
+		flags = x->map == 1 && x->op == 0x77 ? BAD : vex_map(x->map, x->op);
 	} else if (c == 0x0f) {
 		if (at >= max)
 			return -1;

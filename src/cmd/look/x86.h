@@ -13,7 +13,7 @@ struct ef_x86 {
 	unsigned len;	   /* bytes, prefixes and immediates included */
 	unsigned map;	   /* 0: one-byte opcodes, 1: 0F, 2: 0F 38, 3: 0F 3A */
 	unsigned op;	   /* the opcode byte in that map */
-	int vex;	   /* VEX-encoded (C4, C5) */
+	int vex;	   /* VEX- or EVEX-encoded (C4, C5, 62) */
 	int w;		   /* REX.W or VEX.W: 64-bit operand */
 	int o16;	   /* the 66 prefix */
 	int rexb;	   /* REX.B: for the opcodes that name a register in their low bits */
@@ -30,7 +30,7 @@ struct ef_x86 {
 
 /* Decodes the instruction at p (at most n bytes readable), loaded at ip.
  * 0 and *x filled, or -1: truncated, invalid in 64-bit mode, or a form the
- * Go compiler does not emit (address-size prefix, EVEX, 3DNow!...). */
+ * Go compiler does not emit (address-size prefix, 3DNow!...). */
 int ef_x86_decode(const uint8_t *p, size_t n, uint64_t ip, struct ef_x86 *x);
 
 #endif
