@@ -141,14 +141,7 @@ report() {
 		start_phases "$(prog "$release" static phases)"
 		round 100
 		native "$release: before attach"
-		start_agent attach "$prog_pid"
-		round 300
-		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$release: attached: $output"
-		[ "$(field sigurg)" = 0 ] || fail "$release: the program saw SIGURG: $output"
-		kill -INT "$agent_pid"
-		wait "$agent_pid"
-		[ "$(counter attached)" = 1 ] || fail "$(cat "$log")"
-		[ "$(counter ended)" -ge 150 ] || fail "$release: $(cat "$log")"
+		attached_round "$release"
 		round 100
 		native "$release: after detach"
 		end_phases || fail "$release: $(cat "$BATS_TEST_TMPDIR/phases.err")"
@@ -239,19 +232,26 @@ report() {
 	end_phases
 }
 
+# attached_round LABEL: attaches the agent to the running phases program, a
+# round of 300 sleeps ends well under 1 ms with no SIGURG, and the agent,
+# detached, counts the process and the waits it ended.
+attached_round() {
+	start_agent attach "$prog_pid"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$1: attached: $output"
+	[ "$(field sigurg)" = 0 ] || fail "$1: the program saw SIGURG: $output"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	[ "$(counter attached)" = 1 ] || fail "$1: $(cat "$log")"
+	[ "$(counter ended)" -ge 150 ] || fail "$1: $(cat "$log")"
+}
+
 @test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.20, 1.22, installed; PIE)" {
 	local p
 	for p in "local stripped" "go1.22.12 stripped" "go1.20.14 stripped" "local stripped-pie"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(prog $p phases)"
-		start_agent attach "$prog_pid"
-		round 300
-		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$p: attached: $output"
-		[ "$(field sigurg)" = 0 ] || fail "$p: the program saw SIGURG: $output"
-		kill -INT "$agent_pid"
-		wait "$agent_pid"
-		[ "$(counter attached)" = 1 ] || fail "$p: $(cat "$log")"
-		[ "$(counter ended)" -ge 150 ] || fail "$p: $(cat "$log")"
+		attached_round "$p"
 		end_phases || fail "$p: $(cat "$BATS_TEST_TMPDIR/phases.err")"
 		rm -f "$BATS_TEST_TMPDIR/in" "$out"
 	done
