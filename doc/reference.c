@@ -87,8 +87,9 @@ static const struct prose {
 		  "only the pass-through" },
 	{ "skip", "act in every program but these; setting both ONLY and SKIP is an error and "
 		  "leaves the program alone" },
-	{ "go", "`auto`: when the command `epollfix` starts a Go program (not stripped, a release "
-		"it knows, Linux 5.8 or later), it also supervises it, so that the Go runtime's own "
+	{ "go", "`auto`: when the command `epollfix` starts a Go program (a release it knows, "
+		"Linux 5.8 or later; a stripped one too, its addresses read from its code), it also "
+		"supervises it, so that the Go runtime's own "
 		"sub-millisecond timers end on time instead of a millisecond late (doc/go.md); "
 		"`off`: the library is preloaded only. Read by the command, not the library" },
 	{ "config", "the system file to read instead of `SYSCONFDIR/epollfix.conf` "
