@@ -1,5 +1,5 @@
 /* libFuzzer target for the x86-64 decoder the stripped-binary reader walks
- * Go's runtime with (src/cmd/x86.c): any bytes, decoded at every offset. A
+ * Go's runtime with (src/cmd/look/x86.c): any bytes, decoded at every offset. A
  * decoded instruction must stay inside the bytes and 15 bytes, depend on no
  * byte past its end (the same bytes cut at its length decode the same, one
  * fewer does not), and name registers 0-15. */
@@ -9,11 +9,12 @@
 
 #include "x86.h"
 
-#define CHECK(x)                  \
-	do {                      \
-		if (!(x))         \
-			abort();  \
-	} while (0)
+/* A failed check aborts: libFuzzer reports it as a crash. */
+static void check(int ok)
+{
+	if (!ok)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,14 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct ef_x86 x, y;
 		if (ef_x86_decode(p + at, size - at, 0x400000 + at, &x) != 0)
 			continue;
-		CHECK(x.len >= 1 && x.len <= 15 && x.len <= size - at);
-		CHECK(x.map <= 6 && x.op <= 0xff && x.reg < 16 && x.rm < 16);
-		CHECK(x.base >= -1 && x.base < 16 && !(x.rip && x.base >= 0));
-		CHECK(!x.rip || (x.modrm && x.mod == 0));
-		CHECK(x.imm_len <= 8);
-		CHECK(ef_x86_decode(p + at, x.len, 0x400000 + at, &y) == 0 && y.len == x.len &&
+		check(x.len >= 1 && x.len <= 15 && x.len <= size - at);
+		check(x.map <= 6 && x.op <= 0xff && x.reg < 16 && x.rm < 16);
+		check(x.base >= -1 && x.base < 16 && !(x.rip && x.base >= 0));
+		check(!x.rip || (x.modrm && x.mod == 0));
+		check(x.imm_len <= 8);
+		check(ef_x86_decode(p + at, x.len, 0x400000 + at, &y) == 0 && y.len == x.len &&
 		      y.target == x.target && y.imm == x.imm);
-		CHECK(ef_x86_decode(p + at, x.len - 1, 0x400000 + at, &y) != 0);
+		check(ef_x86_decode(p + at, x.len - 1, 0x400000 + at, &y) != 0);
 	}
 	free(p);
 	return 0;
