@@ -1,6 +1,7 @@
 /* The Go runtime's variables, from the code that uses them (gocode.h). */
 #include "gocode.h"
 
+#include <elf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +11,6 @@
 #define MAX_CODE (64u << 10) /* findRunnable, the largest, is about 6 KiB */
 #define MAX_LOADS 16
 #define MAX_SET 64
-#define PF_X_ 1
-#define PF_W_ 2
 
 /* The distinct addresses a function's operands of one kind name. */
 struct set {
@@ -165,7 +164,7 @@ static int read_code(const struct ef_file *e, const struct ef_load *loads, unsig
 	if (f->end <= f->start || size > MAX_CODE)
 		return -1;
 	for (unsigned i = 0; i < n; i++)
-		if ((loads[i].flags & PF_X_) && f->start >= loads[i].vaddr &&
+		if ((loads[i].flags & PF_X) && f->start >= loads[i].vaddr &&
 		    f->end - loads[i].vaddr <= loads[i].filesz)
 			return ef_file_read(e, code, (size_t)size, loads[i].offset + (f->start - loads[i].vaddr));
 	return -1;
@@ -175,7 +174,7 @@ static int read_code(const struct ef_file *e, const struct ef_load *loads, unsig
 static int writable(const struct ef_load *loads, unsigned n, uint64_t a, uint64_t len)
 {
 	for (unsigned i = 0; i < n; i++)
-		if ((loads[i].flags & PF_W_) && a >= loads[i].vaddr && a - loads[i].vaddr <= loads[i].memsz &&
+		if ((loads[i].flags & PF_W) && a >= loads[i].vaddr && a - loads[i].vaddr <= loads[i].memsz &&
 		    len <= loads[i].memsz - (a - loads[i].vaddr))
 			return 1;
 	return 0;

@@ -1,6 +1,7 @@
 /* A Go executable's function table, read from its file (gopclntab.h). */
 #include "gopclntab.h"
 
+#include <elf.h>
 #include <string.h>
 
 #define PCLN_MAGIC 0xfffffff1u /* Go 1.20 and later: go120magic */
@@ -106,7 +107,7 @@ static int module_data(const struct ef_file *e, struct pcln *t)
 	unsigned n = ef_file_loads(e, loads, MAX_LOADS), found = 0;
 	struct win w;
 	for (unsigned i = 0; i < n; i++) {
-		if (!(loads[i].flags & 2 /* PF_W */))
+		if (!(loads[i].flags & PF_W))
 			continue;
 		win_init(&w, e, loads[i].offset, loads[i].filesz);
 		/* file offset and address agree modulo the page, so modulo 8 too */
