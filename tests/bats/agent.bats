@@ -274,3 +274,9 @@ attached_round() {
 	[ "$(counter attached)" = 0 ] && [ "$(counter waits)" = 0 ] || fail "$(cat "$log")"
 	end_phases
 }
+
+@test "attach PID: a -race build (cgo, the race detector's runtime) is served like any other" {
+	start_phases "$(prog local race phases)"
+	attached_round "race"
+	end_phases || fail "$(cat "$BATS_TEST_TMPDIR/phases.err")"
+}
