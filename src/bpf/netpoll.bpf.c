@@ -64,6 +64,7 @@ struct thread {
 	__u64 deadline;  /* host CLOCK_MONOTONIC; 0: not in an armed wait */
 	__u64 pollUntil; /* the runtime's deadline armed for (its clock) */
 	__u64 fired;     /* the runtime's deadline last interrupted for */
+	__u64 ended;     /* host CLOCK_MONOTONIC deadline of the wait last ended */
 	__u32 tgid;
 	__s32 epfd;
 };
@@ -96,17 +97,37 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void count(__u32 which)
+/* The machine's counter, and the process's own when it is attached. */
+static __always_inline void count(__u32 which, struct ef_bpf_proc *p)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 	if (c)
 		(*c)++;
+	if (p && which < EF_BC_COUNT)
+		__sync_fetch_and_add(&p->count[which], 1);
 }
 
-/* The task-work callback runs when the thread returns to user space: the
- * wait has already ended with EINTR, there is nothing left to do. */
+/* The task-work callback runs when the thread returns to user space, the
+ * wait over with EINTR: how late after the runtime's deadline the program
+ * has its thread back, the lateness the program sees. */
 static int work_done(struct bpf_map *map, void *key, void *value)
 {
+	struct thread *t = value;
+	__u64 now = bpf_ktime_get_ns(), ended = t->ended;
+	struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &t->tgid);
+	if (!p || !ended || now < ended)
+		return 0;
+	__u64 late = now - ended, us = (late + 999) / 1000;
+	__u32 b = 0;
+	/* The library's buckets (live.h's ef_late_bucket): at most 2^b us. */
+	for (__u32 i = 0; i < EF_BPF_LATE_BUCKETS - 1; i++)
+		if (us > (1ULL << i))
+			b = i + 1;
+	if (b < EF_BPF_LATE_BUCKETS) {
+		__sync_fetch_and_add(&p->late[b], 1);
+		__sync_fetch_and_add(&p->late_ns, late);
+	}
+	t->ended = 0;
 	return 0;
 }
 
@@ -125,15 +146,15 @@ static int timer_fired(void *map, __u32 *key, struct thread *t)
 	struct ef_bpf_proc *p;
 	__u64 deadline = t->deadline;
 
+	p = bpf_map_lookup_elem(&procs, &t->tgid);
 	/* Cleared by a later sleep that was not an armed wait, or re-armed. */
 	if (!deadline || bpf_ktime_get_ns() < deadline) {
-		count(EF_BC_STALE);
+		count(EF_BC_STALE, p);
 		return 0;
 	}
 	t->deadline = 0;
-	p = bpf_map_lookup_elem(&procs, &t->tgid);
 	if (!p) {
-		count(EF_BC_DETACHED);
+		count(EF_BC_DETACHED, NULL);
 		return 0;
 	}
 	bpf_rcu_read_lock();
@@ -142,21 +163,22 @@ static int timer_fired(void *map, __u32 *key, struct thread *t)
 		task = bpf_task_acquire(task);
 	bpf_rcu_read_unlock();
 	if (!task) {
-		count(EF_BC_STALE);
+		count(EF_BC_STALE, p);
 		return 0;
 	}
 	/* Still asleep in the very call it was armed for. */
 	if (task->__state != TASK_INTERRUPTIBLE ||
 	    !in_netpoll_wait((struct pt_regs *)bpf_task_pt_regs(task), t->epfd)) {
-		count(EF_BC_AWAKE);
+		count(EF_BC_AWAKE, p);
 		bpf_task_release(task);
 		return 0;
 	}
 	t->fired = t->pollUntil;
+	t->ended = deadline;
 	if (bpf_task_work_schedule_signal_impl(task, &t->tw, &threads, work_done, NULL) == 0)
-		count(EF_BC_ENDED);
+		count(EF_BC_ENDED, p);
 	else
-		count(EF_BC_BUSY);
+		count(EF_BC_BUSY, p);
 	bpf_task_release(task);
 	return 0;
 }
@@ -193,19 +215,19 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (BPF_CORE_READ(regs, orig_ax) != EF_BPF_NR_EPOLL_PWAIT || BPF_CORE_READ(regs, r10) != 1 ||
 	    BPF_CORE_READ(regs, r8) != 0)
 		return 0;
-	count(EF_BC_WAITS);
+	count(EF_BC_WAITS, p);
 	if (bpf_probe_read_user(&epfd, sizeof(epfd), (void *)p->epfd_addr) != 0 ||
 	    bpf_probe_read_user(sched, sizeof(sched), (void *)p->sched_addr) != 0) {
-		count(EF_BC_UNREADABLE);
+		count(EF_BC_UNREADABLE, p);
 		return 0;
 	}
 	if ((__s32)BPF_CORE_READ(regs, di) != epfd) {
-		count(EF_BC_OTHER_FD);
+		count(EF_BC_OTHER_FD, p);
 		return 0;
 	}
 	/* lastpoll is 0 while the netpoller blocks (runtime/proc.go). */
 	if (sched[1] != 0 || sched[2] <= 0) {
-		count(EF_BC_NOT_POLLING);
+		count(EF_BC_NOT_POLLING, p);
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_ns();
@@ -214,17 +236,17 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* A deadline this wait of 1 ms would miss, not one long past (a stale
 	 * address) nor one already interrupted for (it would spin). */
 	if (deadline >= now + NSEC_PER_MSEC || deadline + NSEC_PER_MSEC < now) {
-		count(EF_BC_OUT_OF_RANGE);
+		count(EF_BC_OUT_OF_RANGE, p);
 		return 0;
 	}
 	if (t && t->fired == until) {
-		count(EF_BC_REPEATED);
+		count(EF_BC_REPEATED, p);
 		return 0;
 	}
 	if (!t) {
 		struct thread fresh = { .tgid = tgid };
 		if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) != 0) {
-			count(EF_BC_FULL);
+			count(EF_BC_FULL, p);
 			return 0;
 		}
 		t = bpf_map_lookup_elem(&threads, &tid);
@@ -244,9 +266,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	t->deadline = deadline;
 	bpf_timer_set_callback(&t->timer, timer_fired);
 	if (bpf_timer_start(&t->timer, deadline, BPF_F_TIMER_ABS_) == 0)
-		count(EF_BC_ARMED);
+		count(EF_BC_ARMED, p);
 	else
-		t->deadline = 0, count(EF_BC_FULL);
+		t->deadline = 0, count(EF_BC_FULL, p);
 	return 0;
 }
 
@@ -262,7 +284,7 @@ static __always_inline void changed(__u32 tgid, int exec)
 	else
 		bpf_map_update_elem(&gens, &tgid, &one, BPF_ANY);
 	if (bpf_map_delete_elem(&procs, &tgid) == 0)
-		count(EF_BC_DROPPED);
+		count(EF_BC_DROPPED, NULL);
 	if (exec) {
 		struct ef_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (e) {

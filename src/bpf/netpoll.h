@@ -9,13 +9,6 @@
 #define EF_BPF_MAX_THREADS 16384
 #define EF_BPF_NR_EPOLL_PWAIT 281 /* x86_64 */
 
-/* procs' value, keyed by tgid: where the runtime's variables are in the
- * process (load bias applied). The kernel only reads them. */
-struct ef_bpf_proc {
-	__u64 sched_addr; /* runtime.sched: lastpoll at +8, pollUntil at +16 */
-	__u64 epfd_addr;  /* runtime.epfd, an int32 */
-};
-
 /* events' records: a process exec'd (whatever it runs now). */
 struct ef_bpf_event {
 	__u32 tgid;
@@ -38,6 +31,27 @@ enum ef_bpf_counter {
 	EF_BC_BUSY,         /* the task work was refused (still pending) */
 	EF_BC_DROPPED,      /* attached processes that exec'd or ended */
 	EF_BC_COUNT
+};
+
+/* How late a wait the program ended came back to the program (the task
+ * work's run, on its way back to user space) after the runtime's deadline:
+ * bucket b counts those at most 2^b us late, the last all later ones; the
+ * library's own buckets (live.h's EF_LATE_BUCKETS), so one histogram reads
+ * both. */
+#define EF_BPF_LATE_BUCKETS 16
+
+/* procs' value, keyed by tgid: where the runtime's variables are in the
+ * process (load bias applied), which the kernel only reads, and the
+ * process's own counters, which only the kernel writes (atomically: its
+ * threads run on every CPU). The agent publishes them (doc/agent.md); they
+ * go with the entry, at the process's exec or end. */
+struct ef_bpf_proc {
+	__u64 sched_addr; /* runtime.sched: lastpoll at +8, pollUntil at +16 */
+	__u64 epfd_addr;  /* runtime.epfd, an int32 */
+	__u64 start;      /* its start time (/proc/PID/stat), the agent's, to tell a reused pid */
+	__u64 count[EF_BC_COUNT];
+	__u64 late[EF_BPF_LATE_BUCKETS];
+	__u64 late_ns;
 };
 
 #endif

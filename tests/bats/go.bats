@@ -296,13 +296,23 @@ median_late_us() {
 	run "$cmd" status "$sup"
 	assert_success
 	assert_line --regexp "^epollfix\[$sup\] Go supervisor of pid $pid: [1-9][0-9]* notifications"
+	# One family for both mechanisms: by default a program's series, no pid;
+	# per process, the program's pid (the supervisor's is not a label).
 	run --separate-stderr "$cmd" status --metrics
 	assert_success
-	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$sup\",program_pid=\"$pid\"\} [1-9][0-9]*$"
-	assert_line "epollfix_go_fallbacks_total{pid=\"$sup\",program_pid=\"$pid\",reason=\"no_tag\"} 0"
+	assert_line --regexp "^epollfix_go_timers_total\{program=\"sleeps\",.*mechanism=\"supervisor\"\} [1-9][0-9]*$"
+	refute_line --regexp "^epollfix_go_.*[{,]pid="
 	if command -v promtool >/dev/null; then
 		promtool check metrics <<<"$output" || fail "promtool: $output"
 	fi
+	run --separate-stderr "$cmd" status --metrics --per-process
+	assert_success
+	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$pid\",program=\"sleeps\",ns_pid=\"[0-9]+\",cgroup=\"[^\"]*\",mechanism=\"supervisor\"\} [1-9][0-9]*$"
+	assert_line --regexp "^epollfix_go_fallbacks_total\{pid=\"$pid\",.*,mechanism=\"supervisor\",reason=\"no_tag\"\} 0$"
+	# Its pid, or its supervisor's: those series alone.
+	run --separate-stderr "$cmd" status --metrics "$sup"
+	assert_success
+	assert_line --regexp "^epollfix_go_waits_total\{pid=\"$pid\",.*mechanism=\"supervisor\"\} [1-9][0-9]*$"
 	# Another process's metrics, asked by its pid, are its own: no
 	# supervisor's series of a program it is not.
 	env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 100000 >/dev/null &

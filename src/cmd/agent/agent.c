@@ -28,14 +28,16 @@
 #include <linux/types.h>
 
 #include "agent_bpf.h"
+#include "agentsel.h"
 #include "fmt.h"
 #include "goabi.h"
 #include "goimage.h"
+#include "look.h"
 #include "netpoll.h"
 #include "proc.h"
+#include "publish.h"
 
 #define EXIT_USAGE 2
-#define MAX_PREFIXES 16
 #define RESCAN_SECONDS 2 /* execs are followed at once; this finds the rest */
 
 /* A process looked at and not attached (not Go, not chosen, refused): not
@@ -48,8 +50,8 @@ struct seen {
 static struct {
 	struct ef_abpf *bpf;
 	long only;               /* attach PID: that process alone */
-	const char *prefix[MAX_PREFIXES];
-	int nprefix, all, verbose;
+	struct ef_sel sel;
+	int verbose;
 	struct seen *seen, *next;
 	size_t nseen, nnext, capseen, capnext;
 	uint64_t attached;       /* processes attached, over the run */
@@ -58,41 +60,35 @@ static struct {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: epollfix agent [--all | --path=PREFIX...] [--quiet]\n"
+		"usage: epollfix agent [--all | --path=PREFIX | --cgroup=PATH | --unit=NAME | --pods]... [--quiet]\n"
 		"       epollfix agent --check\n"
 		"       epollfix attach PID\n\n"
 		"Ends the Go runtime's 1 ms netpoll waits at the runtime's own deadline, from the\n"
 		"kernel (BPF): running Go programs and those that start later (agent), or one\n"
 		"running process (attach, in the foreground). Needs root. SIGINT or SIGTERM\n"
-		"detaches and leaves every program as it was; SIGUSR1 writes the counters.\n"
+		"detaches and leaves every program as it was; SIGUSR1 writes the counters;\n"
+		"`epollfix status` shows the processes served (/run/epollfix/agent.PID).\n"
+		"A Go program is served when any option chooses it:\n"
 		"  --all           every Go program\n"
-		"  --path=PREFIX   the Go programs whose executable's path starts with PREFIX\n"
+		"  --path=PREFIX   those whose executable's path starts with PREFIX\n"
+		"  --cgroup=PATH   those in cgroup PATH or below (as /proc/PID/cgroup shows it;\n"
+		"                  cgroup v2's line or any v1 line); a comma list\n"
+		"  --unit=NAME     those of systemd unit NAME (.service, .scope, .slice; a bare\n"
+		"                  NAME is NAME.service); a comma list\n"
+		"  --pods          those of Kubernetes pods that opted in (epollfix.io/inject:\n"
+		"                  the EPOLLFIX_POD_UID the chart's policy gives is the pod's)\n"
 		"  --check         say whether this kernel and these privileges allow it, and why\n");
 }
 
-/* Field 22 of /proc/PID/stat, after the command's closing parenthesis. */
-static uint64_t start_time(uint32_t pid)
+static int chosen(uint32_t pid, const char *path)
 {
-	char buf[1024];
-	ssize_t n = ef_proc_read(pid, "stat", buf, sizeof(buf));
-	if (n <= 0)
-		return 0;
-	char *p = memrchr(buf, ')', (size_t)n);
-	int field = 2;
-	for (; p && *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	return p && field == 22 ? strtoull(p, NULL, 10) : 0;
-}
-
-static int chosen(const char *path)
-{
-	if (A.only || A.all)
+	static char cgroups[64 * 1024];
+	ssize_t n = 0;
+	if (A.only)
 		return 1;
-	for (int i = 0; i < A.nprefix; i++)
-		if (strncmp(path, A.prefix[i], strlen(A.prefix[i])) == 0)
-			return 1;
-	return 0;
+	if (ef_sel_needs_cgroup(&A.sel) && (n = ef_proc_read(pid, "cgroup", cgroups, sizeof(cgroups))) < 0)
+		n = 0;
+	return ef_sel_chosen(&A.sel, pid, path, cgroups, (size_t)n);
 }
 
 /* Reads the process and attaches it when it is a Go program of a known
@@ -105,7 +101,7 @@ static int look_at(uint32_t pid, uint64_t gen)
 	if (n <= 0)
 		return 0; /* a kernel thread, or gone */
 	path[n] = '\0';
-	if (!chosen(path))
+	if (!chosen(pid, path))
 		return 0;
 	int fd = open(link, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -128,7 +124,7 @@ static int look_at(uint32_t pid, uint64_t gen)
 				*img.version ? img.version : "Go", ef_go_image_says(&img, why));
 		return 0;
 	}
-	int r = ef_abpf_attach(A.bpf, pid, gen, img.sched + bias, img.epfd + bias);
+	int r = ef_abpf_attach(A.bpf, pid, gen, ef_look_start(pid), img.sched + bias, img.epfd + bias);
 	if (r != 0)
 		return -1;
 	A.attached++;
@@ -161,7 +157,7 @@ static void scan_one(uint32_t pid)
 {
 	if (pid == (uint32_t)getpid() || ef_abpf_attached(A.bpf, pid))
 		return;
-	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = start_time(pid);
+	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = ef_look_start(pid);
 	struct seen key = { pid, 0, 0 };
 	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
 	if (s && s->start == start && s->gen == gen) {
@@ -286,7 +282,8 @@ static int run(void)
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	int pfd = A.only ? (int)syscall(SYS_pidfd_open, (pid_t)A.only, 0) : -1;
-	struct itimerspec every = { { RESCAN_SECONDS, 0 }, { RESCAN_SECONDS, 0 } };
+	/* Each second the state file; every RESCAN_SECONDS a scan. */
+	struct itimerspec every = { { 1, 0 }, { 1, 0 } };
 	if (ep < 0 || sfd < 0 || tfd < 0 || (A.only && pfd < 0) ||
 	    timerfd_settime(tfd, 0, &every, NULL) != 0) {
 		fprintf(stderr, "epollfix agent: %s%s\n", A.only && pfd < 0 ? "pid: " : "",
@@ -300,12 +297,15 @@ static int run(void)
 		if (fds[i] >= 0)
 			epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
 	}
+	ef_publish_open();
 	scan();
+	ef_publish(A.bpf);
 	if (A.only && !ef_abpf_attached(A.bpf, (uint32_t)A.only))
 		fprintf(stderr, "epollfix attach: pid %ld: not attached (yet): looked at again at "
 				"its next exec and every %d s\n",
 			A.only, RESCAN_SECONDS);
 	int done = 0;
+	uint64_t seconds = 0;
 	while (!done) {
 		struct epoll_event ev[4];
 		int n = epoll_wait(ep, ev, 4, -1);
@@ -320,8 +320,11 @@ static int run(void)
 					done = 1;
 			} else if (fd == tfd) {
 				uint64_t ticks;
-				if (read(tfd, &ticks, sizeof(ticks)) > 0)
-					scan();
+				if (read(tfd, &ticks, sizeof(ticks)) <= 0)
+					continue;
+				if ((seconds += ticks) >= RESCAN_SECONDS)
+					seconds = 0, scan();
+				ef_publish(A.bpf);
 			} else if (fd == pfd) {
 				done = 1; /* the process attached to is gone */
 			} else {
@@ -330,6 +333,7 @@ static int run(void)
 		}
 	}
 	report(stderr);
+	ef_publish_close();
 	/* Detaching is closing: the kernel cancels the timers and the task work
 	 * still pending, and nothing is left in any program. */
 	ef_abpf_close(A.bpf);
@@ -350,13 +354,10 @@ int ef_agent_main(int argc, char **argv)
 			return 0;
 		} else if (!attach && strcmp(a, "--check") == 0) {
 			want_check = 1;
-		} else if (!attach && strcmp(a, "--all") == 0) {
-			A.all = 1;
+		} else if (!attach && ef_sel_option(&A.sel, a)) {
+			continue;
 		} else if (strcmp(a, "--quiet") == 0) {
 			A.verbose = 0;
-		} else if (!attach && strncmp(a, "--path=", 7) == 0 && a[7] == '/' &&
-			   A.nprefix < MAX_PREFIXES) {
-			A.prefix[A.nprefix++] = a + 7;
 		} else if (attach && !A.only && a[0] >= '1' && a[0] <= '9' &&
 			   strspn(a, "0123456789") == strlen(a) && strlen(a) < 10) {
 			A.only = atol(a);
@@ -368,7 +369,10 @@ int ef_agent_main(int argc, char **argv)
 	}
 	if (want_check)
 		return check();
-	if (attach ? !A.only : !A.all && !A.nprefix) {
+	if (attach ? !A.only : !ef_sel_any(&A.sel)) {
+		if (!attach)
+			fprintf(stderr, "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or "
+					"--pods): nothing to do\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}

@@ -81,10 +81,10 @@ uint64_t ef_abpf_generation(struct ef_abpf *b, uint32_t tgid)
 	return gen;
 }
 
-int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t sched_addr,
-		   uint64_t epfd_addr)
+int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t start,
+		   uint64_t sched_addr, uint64_t epfd_addr)
 {
-	struct ef_bpf_proc p = { .sched_addr = sched_addr, .epfd_addr = epfd_addr };
+	struct ef_bpf_proc p = { .sched_addr = sched_addr, .epfd_addr = epfd_addr, .start = start };
 	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.procs), &tgid, &p, BPF_ANY) != 0)
 		return -1;
 	/* An exec or the end after the process was read: what was read may
@@ -122,6 +122,26 @@ void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n)
 			count[k] += v[c];
 	}
 	free(v);
+}
+
+size_t ef_abpf_each(struct ef_abpf *b, void (*fn)(uint32_t tgid, const struct ef_bpf_proc *p, void *arg),
+		    void *arg)
+{
+	int fd = bpf_map__fd(b->skel->maps.procs);
+	__u32 key, next;
+	struct ef_bpf_proc p;
+	size_t n = 0;
+	/* Bounded: the map holds at most EF_BPF_MAX_PROCS, and an entry removed
+	 * under the walk restarts it at worst (get_next_key of a missing key). */
+	for (int r = bpf_map_get_next_key(fd, NULL, &next); r == 0 && n < 2 * EF_BPF_MAX_PROCS;
+	     r = bpf_map_get_next_key(fd, &key, &next)) {
+		key = next;
+		if (bpf_map_lookup_elem(fd, &key, &p) == 0) {
+			fn(key, &p, arg);
+			n++;
+		}
+	}
+	return n;
 }
 
 int ef_abpf_events_fd(struct ef_abpf *b)

@@ -21,14 +21,21 @@ void ef_abpf_close(struct ef_abpf *b);
  * reading the process, then again after ef_abpf_attach, which undoes the
  * attach when the two differ (the process changed meanwhile). */
 uint64_t ef_abpf_generation(struct ef_abpf *b, uint32_t tgid);
-/* 0: attached; 1: changed meanwhile, not attached; -1 with errno. */
-int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t sched_addr,
-		   uint64_t epfd_addr);
+/* 0: attached; 1: changed meanwhile, not attached; -1 with errno. start:
+ * the process's start time, kept beside it for whoever reads its counters. */
+int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t start,
+		   uint64_t sched_addr, uint64_t epfd_addr);
 int ef_abpf_detach(struct ef_abpf *b, uint32_t tgid);
 int ef_abpf_attached(struct ef_abpf *b, uint32_t tgid);
 
 /* The counters, summed over the CPUs (netpoll.h's enum ef_bpf_counter). */
 void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n);
+
+/* Every attached process with its counters (netpoll.h's struct
+ * ef_bpf_proc): fn called for each; the number seen. */
+struct ef_bpf_proc;
+size_t ef_abpf_each(struct ef_abpf *b, void (*fn)(uint32_t tgid, const struct ef_bpf_proc *p, void *arg),
+		    void *arg);
 
 /* Execs: a file descriptor to poll, and the events read from it. */
 int ef_abpf_events_fd(struct ef_abpf *b);

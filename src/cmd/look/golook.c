@@ -55,10 +55,7 @@ int ef_golook_at(long pid, struct ef_golook *g)
 	return 1;
 }
 
-static long only; /* a pid: only the supervisor that is it or serves it; 0: all */
-
-/* Calls fn for each supervisor found; the number found. */
-static int each(void (*fn)(const struct ef_golook *, FILE *, int), FILE *out)
+int ef_golook_each(long only, void (*fn)(const struct ef_golook *g, void *arg), void *arg)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -66,82 +63,24 @@ static int each(void (*fn)(const struct ef_golook *, FILE *, int), FILE *out)
 	struct ef_golook g;
 	while (d && (de = readdir(d)))
 		if (ef_proc_is_pid(de->d_name) && ef_golook_at(atol(de->d_name), &g) &&
-		    (!only || g.pid == only || g.program == only))
-			fn(&g, out, n++);
+		    (!only || g.pid == only || g.program == only)) {
+			fn(&g, arg);
+			n++;
+		}
 	if (d)
 		closedir(d);
 	return n;
 }
 
-static void line(const struct ef_golook *g, FILE *out, int i)
+static void line(const struct ef_golook *g, void *arg)
 {
 	char text[1024];
 	struct ef_buf b = EF_BUF(text);
-	(void)i;
 	ef_go_report(g->pid, g->program, g->count, &b);
-	fputs(text, out);
+	fputs(text, arg);
 }
 
 int ef_golook_list(FILE *out)
 {
-	return each(line, out);
-}
-
-static const struct {
-	enum ef_go_counter c;
-	const char *name, *labels;
-} series[] = {
-	{ EF_GC_NOTIFIED, "epollfix_go_notifications_total", NULL },
-	{ EF_GC_ARMED, "epollfix_go_timers_total", NULL },
-	{ EF_GC_PASSED, "epollfix_go_passed_total", NULL },
-	{ EF_GC_NOT_POLLING, "epollfix_go_fallbacks_total", "reason=\"not_polling\"" },
-	{ EF_GC_OTHER_FD, "epollfix_go_fallbacks_total", "reason=\"other_fd\"" },
-	{ EF_GC_GONE, "epollfix_go_fallbacks_total", "reason=\"gone\"" },
-	{ EF_GC_UNREADABLE, "epollfix_go_fallbacks_total", "reason=\"unreadable\"" },
-	{ EF_GC_NO_TAG, "epollfix_go_fallbacks_total", "reason=\"no_tag\"" },
-	{ EF_GC_PROCS_GO, "epollfix_go_processes_total", "kind=\"go\"" },
-	{ EF_GC_PROCS_PASS, "epollfix_go_processes_total", "kind=\"passed\"" },
-	{ EF_GC_TAKEOVERS, "epollfix_go_takeovers_total", NULL },
-	{ EF_GC_INSTANCES, "epollfix_go_epoll_instances_total", NULL },
-};
-static unsigned current;
-
-static void sample(const struct ef_golook *g, FILE *out, int i)
-{
-	(void)i;
-	fprintf(out, "%s{pid=\"%ld\",program_pid=\"%ld\"%s%s} %" PRIu64 "\n", series[current].name,
-		g->pid, g->program,
-		series[current].labels ? "," : "", series[current].labels ? series[current].labels : "",
-		g->count[series[current].c]);
-}
-
-static void none(const struct ef_golook *g, FILE *out, int i)
-{
-	(void)g, (void)out, (void)i;
-}
-
-void ef_golook_metrics(FILE *out, long pid)
-{
-	only = pid;
-	static const char *const help[][2] = {
-		{ "epollfix_go_notifications_total", "1 ms netpoll waits of supervised Go programs trapped to the supervisor." },
-		{ "epollfix_go_timers_total", "Timers the supervisor set at the Go runtime's own deadline." },
-		{ "epollfix_go_passed_total", "Trapped waits of processes passed through (not Go, stripped, unknown release)." },
-		{ "epollfix_go_fallbacks_total", "Trapped waits let run as asked, by reason." },
-		{ "epollfix_go_processes_total", "Processes the supervisor saw, supervised or passed through." },
-		{ "epollfix_go_takeovers_total", "Heirs that took over from a supervisor that died." },
-		{ "epollfix_go_epoll_instances_total", "The runtimes' epoll instances given a timer (anew after an exec)." },
-	};
-	/* No supervisor, no families: the library's metrics stay as they were. */
-	if (each(none, out) == 0)
-		return;
-	for (unsigned k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
-		current = k;
-		for (unsigned h = 0; h < sizeof(help) / sizeof(help[0]); h++)
-			if (strcmp(help[h][0], series[k].name) == 0 &&
-			    (k == 0 || strcmp(series[k - 1].name, series[k].name) != 0))
-				fprintf(out, "# HELP %s %s\n# TYPE %s counter\n", help[h][0], help[h][1],
-					help[h][0]);
-		each(sample, out);
-	}
+	return ef_golook_each(0, line, out);
 }

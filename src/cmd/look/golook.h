@@ -25,9 +25,11 @@ int ef_golook_at(long pid, struct ef_golook *g);
 /* The report: one line, as at the end and for `epollfix status PID`. */
 void ef_go_report(long pid, long program, const uint64_t *count, struct ef_buf *b);
 
-/* Every supervisor in /proc: one line each (status; the number found), or
- * the metrics' families (--metrics; none when there is no supervisor). */
+/* fn for every supervisor in /proc (only: the one that is only or serves
+ * it; 0: all); the number found. */
+int ef_golook_each(long only, void (*fn)(const struct ef_golook *g, void *arg), void *arg);
+
+/* Every supervisor in /proc: one line each (status); the number found. */
 int ef_golook_list(FILE *out);
-void ef_golook_metrics(FILE *out, long pid);
 
 #endif

@@ -117,7 +117,7 @@ static ssize_t read_whole(long pid, const char *name, char *buf, size_t size)
  * and its cgroup, with the pod that names (pod.h). Read with a bound, like
  * everything of another process: a line of /proc/PID/cgroup holds a path of
  * up to PATH_MAX bytes, one line for each hierarchy. */
-static void proc_container(long pid, struct look *l)
+static void proc_container(long pid, long *ns_pid, char *cgroup, size_t size, struct ef_pod *pod)
 {
 	static char buf[32 * (PATH_MAX + 64)];
 	char nspid[512];
@@ -130,10 +130,30 @@ static void proc_container(long pid, struct look *l)
 		while (last > nspid && last[-1] >= '0' && last[-1] <= '9')
 			last--;
 		if (*last)
-			l->ns_pid = atol(last);
+			*ns_pid = atol(last);
 	}
 	ssize_t n = read_whole(pid, "cgroup", buf, sizeof(buf));
-	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, &l->pod, l->cgroup, sizeof(l->cgroup));
+	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, pod, cgroup, size);
+}
+
+unsigned long long ef_look_start(long pid)
+{
+	unsigned long long start;
+	return proc_stat(pid, &start, NULL, 0) == 0 ? start : 0;
+}
+
+int ef_look_who(long pid, struct ef_who *w)
+{
+	unsigned long long start2;
+	struct ef_pod_env env;
+	memset(w, 0, sizeof(*w));
+	w->pid = pid;
+	if (proc_stat(pid, &w->start_ticks, w->comm, sizeof(w->comm)) != 0)
+		return 0;
+	proc_container(pid, &w->ns_pid, w->cgroup, sizeof(w->cgroup), &w->pod);
+	ef_pod_env_of(pid, &env);
+	ef_pod_take_names(&w->pod, &env);
+	return proc_stat(pid, &start2, NULL, 0) == 0 && start2 == w->start_ticks;
 }
 
 const char *ef_look_lib_word(const struct look *l)
@@ -425,7 +445,7 @@ static void unloaded(long pid, struct look *l)
 
 	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
 		return;
-	proc_container(pid, l);
+	proc_container(pid, &l->ns_pid, l->cgroup, sizeof(l->cgroup), &l->pod);
 	ef_pod_take_names(&l->pod, &env);
 	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
 	/* The file as the process would find it: through its root (a name
@@ -462,7 +482,7 @@ int ef_look_at(long pid, struct look *l)
 			unloaded(pid, l);
 		return 0;
 	}
-	proc_container(pid, l);
+	proc_container(pid, &l->ns_pid, l->cgroup, sizeof(l->cgroup), &l->pod);
 	int fd = open_library(pid, l, &m);
 	if (fd < 0)
 		return 0;

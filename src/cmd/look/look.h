@@ -59,6 +59,22 @@ enum {
 	EF_ST_LAYOUT = 6,   /* another version's block, or none */
 };
 
+/* Who a process is, as the metrics label it (the identity of a look, for a
+ * process without the library: a Go program the supervisor or the agent
+ * serves). 1 and *w filled, or 0 when it is gone. */
+struct ef_who {
+	long pid, ns_pid;
+	unsigned long long start_ticks;
+	char comm[64];
+	char cgroup[PATH_MAX];
+	struct ef_pod pod;
+};
+int ef_look_who(long pid, struct ef_who *w);
+
+/* The process's start time (/proc/PID/stat, clock ticks since boot): a pid
+ * and its start name one process for good. 0 when there is none. */
+unsigned long long ef_look_start(long pid);
+
 /* One look at pid (look.c): 1 and *l filled, or 0; then ef_look_failure gives
  * the exit status and the one line that says why, escaped, and a process
  * whose LD_PRELOAD names the library that is not loaded is still shown: its
@@ -95,5 +111,14 @@ const char *ef_look_pwait2_word(const struct look *l);
  * was no memory (nothing written). */
 enum ef_metrics_by { EF_METRICS_BY_CONTAINER, EF_METRICS_BY_PROCESS };
 int ef_metrics_write(FILE *out, const struct look *looks, size_t n, enum ef_metrics_by by);
+
+/* The labels of a process's series (metrics.c): per process
+ * `pid="..",program="..",ns_pid="..",cgroup=".."`, else `program=".."`; then
+ * its pod's that are known. A string to free, or NULL without memory. */
+char *ef_metrics_labels(long pid, const char *comm, long ns_pid, const char *cgroup,
+			const struct ef_pod *pod, enum ef_metrics_by by);
+
+/* Prometheus's exposition text: "# HELP" and "# TYPE" of a family. */
+void ef_metrics_family(FILE *out, const char *name, const char *type, const char *help);
 
 #endif

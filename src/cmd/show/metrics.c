@@ -51,7 +51,8 @@ static void label(FILE *out, const char *name, const char *value)
  * `pid="..",program="..",ns_pid="..",cgroup=".."` per process, else
  * `program=".."`; then the pod's labels that are known. A string to free, or
  * NULL when there is no memory. */
-static char *labels_of(const struct look *l, enum ef_metrics_by by)
+char *ef_metrics_labels(long pid, const char *comm, long ns_pid, const char *cgroup,
+			const struct ef_pod *p, enum ef_metrics_by by)
 {
 	char *s = NULL;
 	size_t len = 0;
@@ -59,18 +60,18 @@ static char *labels_of(const struct look *l, enum ef_metrics_by by)
 	if (!out)
 		return NULL;
 	if (by == EF_METRICS_BY_PROCESS) {
-		char pid[24], ns_pid[24];
-		snprintf(pid, sizeof(pid), "%ld", l->pid);
-		snprintf(ns_pid, sizeof(ns_pid), "%ld", l->ns_pid);
-		label(out, "pid", pid);
+		char spid[24], sns_pid[24];
+		snprintf(spid, sizeof(spid), "%ld", pid);
+		snprintf(sns_pid, sizeof(sns_pid), "%ld", ns_pid);
+		label(out, "pid", spid);
 		fputc(',', out);
-		label(out, "program", l->comm);
+		label(out, "program", comm);
 		fputc(',', out);
-		label(out, "ns_pid", ns_pid);
+		label(out, "ns_pid", sns_pid);
 		fputc(',', out);
-		label(out, "cgroup", l->cgroup);
+		label(out, "cgroup", cgroup);
 	} else {
-		label(out, "program", l->comm);
+		label(out, "program", comm);
 	}
 	/* Its pod, as far as it is known: names from the variables the chart
 	 * injects, else the uid and id its cgroup path gives (pod.h). The
@@ -78,7 +79,6 @@ static char *labels_of(const struct look *l, enum ef_metrics_by by)
 	 * container's processes keeps it only when it is the one name the
 	 * container has (kube-state-metrics' kube_pod_container_info joins it
 	 * to the names). */
-	const struct ef_pod *p = &l->pod;
 	const char *const kube[][2] = {
 		{ "namespace", p->ns }, { "pod", p->name }, { "container", p->container }, { "pod_uid", p->uid },
 		{ "container_id", by == EF_METRICS_BY_PROCESS || !p->container[0] ? p->container_id : "" }
@@ -119,7 +119,7 @@ static void sample(FILE *out, const char *name, const struct group *g, const cha
 	fprintf(out, "%s{%s%s%s} ", name, g->labels, extra ? "," : "", extra ? extra : "");
 }
 
-static void family(FILE *out, const char *name, const char *type, const char *help)
+void ef_metrics_family(FILE *out, const char *name, const char *type, const char *help)
 {
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -223,13 +223,13 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 
 	/* Every process whose LD_PRELOAD names the library, loaded or not: a
 	 * pod injected but running without it is 0 here, never just absent. */
-	family(out, "epollfix_library_loaded", "gauge",
+	ef_metrics_family(out, "epollfix_library_loaded", "gauge",
 	       "1 when libepollfix is loaded in the processes; 0 when their LD_PRELOAD names it and it is not (state: missing, static, not_loaded).");
 	by_lib_state(out, gs, ng, "epollfix_library_loaded", 0);
-	family(out, "epollfix_processes", "gauge",
+	ef_metrics_family(out, "epollfix_processes", "gauge",
 	       "Processes whose LD_PRELOAD names libepollfix, by whether it is loaded (state, as epollfix_library_loaded's).");
 	by_lib_state(out, gs, ng, "epollfix_processes", 1);
-	family(out, "epollfix_info", "gauge",
+	ef_metrics_family(out, "epollfix_info", "gauge",
 	       "The library in the processes: its version and build (always 1).");
 	for (size_t k = 0; k < ng; k++)
 		for (size_t i = 0; i < gs[k].n; i++) {
@@ -245,7 +245,7 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 			sample(out, "epollfix_info", &gs[k], extra);
 			fputs("1\n", out);
 		}
-	family(out, "epollfix_acting", "gauge",
+	ef_metrics_family(out, "epollfix_acting", "gauge",
 	       "1 when the library acts in every process, 0 when EPOLLFIX_ONLY, _SKIP or _DISABLE leave one alone.");
 	for (size_t k = 0; k < ng; k++) {
 		int acting = 1;
@@ -259,7 +259,7 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 		sample(out, "epollfix_acting", &gs[k], NULL);
 		fprintf(out, "%d\n", acting);
 	}
-	family(out, "epollfix_epoll_pwait2_usable", "gauge",
+	ef_metrics_family(out, "epollfix_epoll_pwait2_usable", "gauge",
 	       "1 when epoll_pwait2 works in the processes; state says why not.");
 	for (size_t k = 0; k < ng; k++)
 		for (size_t i = 0; i < gs[k].n; i++) {
@@ -271,13 +271,13 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 			sample(out, "epollfix_epoll_pwait2_usable", &gs[k], extra);
 			fprintf(out, "%d\n", l->pw2_state == EF_PW2_OK);
 		}
-	family(out, "epollfix_calls_total", "counter", "epoll waits the program made, by function.");
+	ef_metrics_family(out, "epollfix_calls_total", "counter", "epoll waits the program made, by function.");
 	for (size_t k = 0; k < ng; k++)
 		for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]) && gs[k].loaded; c++) {
 			sample(out, "epollfix_calls_total", &gs[k], calls[c].label);
 			fprintf(out, "%" PRIu64 "\n", sum_at(&gs[k], calls[c].off));
 		}
-	family(out, "epollfix_timeouts_total", "counter",
+	ef_metrics_family(out, "epollfix_timeouts_total", "counter",
 	       "epoll waits by the timeout the program asked for.");
 	for (size_t k = 0; k < ng; k++)
 		for (size_t c = 0; c < sizeof(classes) / sizeof(classes[0]) && gs[k].loaded; c++) {
@@ -285,7 +285,7 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 			fprintf(out, "%" PRIu64 "\n", sum_at(&gs[k], classes[c].off));
 		}
 	for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-		family(out, counters[c].name, "counter", counters[c].help);
+		ef_metrics_family(out, counters[c].name, "counter", counters[c].help);
 		for (size_t k = 0; k < ng; k++) {
 			if (!gs[k].loaded)
 				continue;
@@ -294,7 +294,7 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 		}
 	}
 
-	family(out, "epollfix_wait_lateness_seconds", "histogram",
+	ef_metrics_family(out, "epollfix_wait_lateness_seconds", "histogram",
 	       "How late the library's timed waits (upgraded or hinted) came back after their timeout.");
 	for (size_t k = 0; k < ng; k++) {
 		uint64_t cum = 0;
@@ -330,7 +330,8 @@ int ef_metrics_write(FILE *out, const struct look *looks, size_t n, enum ef_metr
 	}
 	for (size_t i = 0; i < n; i++) {
 		ms[nm].l = &looks[i];
-		if (!(ms[nm].labels = labels_of(&looks[i], by))) {
+		const struct look *l = &looks[i];
+		if (!(ms[nm].labels = ef_metrics_labels(l->pid, l->comm, l->ns_pid, l->cgroup, &l->pod, by))) {
 			r = -1;
 			goto done;
 		}

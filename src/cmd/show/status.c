@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentlook.h"
+#include "gometrics.h"
 #include "golook.h"
 #include "look.h"
 #include "parse.h"
@@ -31,7 +33,8 @@ static int usage(FILE *out)
 		"usage: epollfix status [--json | --metrics | --textfile=DIR] [--per-process] [--watch[=1s]] [PID]\n\n"
 		"Without PID: one line for each process with libepollfix loaded that you may read\n"
 		"(and for each whose LD_PRELOAD names it but that has it not loaded, NOT LOADED),\n"
-		"and the report line of each Go supervisor (epollfix-gosup, doc/go.md).\n"
+		"the report line of each Go supervisor (epollfix-gosup, doc/go.md) and of each Go\n"
+		"process the agent serves (epollfix agent, doc/agent.md).\n"
 		"With PID: the report the process would print at exit (EPOLLFIX_STATS), now.\n"
 		"Rates are per second since the process started, or with --watch since the previous\n"
 		"refresh. --json: one JSON object per process and line. --metrics: Prometheus's\n"
@@ -81,7 +84,8 @@ static size_t collect(long pid, struct look **out)
 	return n;
 }
 
-/* What --metrics writes: the looks' families, then the Go supervisors'. */
+/* What --metrics writes: the looks' families, then the Go programs' (the
+ * supervisors' and the agent's, gometrics.h). */
 struct metrics_in {
 	const struct look *ls;
 	size_t n;
@@ -94,7 +98,42 @@ static void write_metrics(FILE *out, void *arg)
 	const struct metrics_in *in = arg;
 	if (ef_metrics_write(out, in->ls, in->n, in->by) != 0)
 		fprintf(stderr, "epollfix: status: no memory for the metrics of %zu processes\n", in->n);
-	ef_golook_metrics(out, in->pid);
+	if (ef_gometrics_write(out, in->pid, in->by) != 0)
+		fprintf(stderr, "epollfix: status: no memory for the metrics of the Go programs served\n");
+}
+
+/* An agent's process: its report line. */
+static void agent_line(const struct ef_agentrec *r, void *arg)
+{
+	char text[1024];
+	struct ef_buf b = EF_BUF(text);
+	ef_agent_report(r, &b);
+	fputs(text, arg);
+}
+
+/* The line of the process pid when an agent serves it. */
+static void agent_line_of(const struct ef_agentrec *r, void *arg)
+{
+	if (r->pid == *(long *)arg) {
+		agent_line(r, stdout);
+		*(long *)arg = 0;
+	}
+}
+
+static void none_sup(const struct ef_golook *g, void *arg)
+{
+	(void)g, (void)arg;
+}
+
+static void none_agent(const struct ef_agentrec *r, void *arg)
+{
+	(void)r, (void)arg;
+}
+
+/* Whether pid is a Go process served (or a supervisor or an agent). */
+static int served_go(long pid)
+{
+	return ef_golook_each(pid, none_sup, NULL) + ef_agentlook_each(pid, none_agent, NULL) > 0;
 }
 
 /* The previous round's looks, for --watch's rates. */
@@ -168,7 +207,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	}
 	closedir(d);
 	/* Go supervisors: their report line each (golook.h). */
-	int supervisors = json ? 0 : ef_golook_list(stdout);
+	int supervisors = json ? 0 : ef_golook_list(stdout) + ef_agentlook_each(0, agent_line, stdout);
 	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
@@ -254,7 +293,8 @@ int ef_status_main(int argc, char **argv)
 					 per_process || pid ? EF_METRICS_BY_PROCESS : EF_METRICS_BY_CONTAINER };
 		const char *why;
 		int r = EF_ST_OK;
-		if (pid && !n)
+		/* A Go process served without the library: its Go families. */
+		if (pid && !n && !served_go(pid))
 			r = ef_look_failure(&why);
 		else if (textfile)
 			r = ef_textfile_replace(&tf, write_metrics, &in) ? 1 : EF_ST_OK;
@@ -284,11 +324,14 @@ int ef_status_main(int argc, char **argv)
 		if (watch && tty && !json)
 			fputs("\033[H\033[2J", stdout);
 		struct ef_golook g;
+		long served = pid;
 		if (pid && !json && ef_golook_at(pid, &g)) {
 			char text[1024];
 			struct ef_buf b = EF_BUF(text);
 			ef_go_report(pid, g.program, g.count, &b);
 			fputs(text, stdout);
+		} else if (pid && !json && ef_agentlook_each(pid, agent_line_of, &served) && !served) {
+			/* A Go process the agent serves: its line. */
 		} else if (pid) {
 			struct look l;
 			if (!ef_look_at(pid, &l)) {
