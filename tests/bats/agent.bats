@@ -38,6 +38,7 @@ teardown() {
 	exec 4>&- 2>/dev/null || true
 	[ -z "${agent_pid:-}" ] || kill -CONT "$agent_pid" 2>/dev/null || true
 	stop_tracked
+	rm -f "/run/epollfix/agent.$$" # a state file a test wrote as this shell's
 }
 
 
@@ -279,4 +280,238 @@ attached_round() {
 	start_phases "$(prog local race phases)"
 	attached_round "race"
 	end_phases || fail "$(cat "$BATS_TEST_TMPDIR/phases.err")"
+}
+
+# ---- The operator's view and the choice of processes ------------------------
+
+# metric NAME LABELS: the value of the sample NAME{LABELS} in `status
+# --metrics` ("" when there is none).
+metric() {
+	"$cmd" status --metrics 2>/dev/null | sed -n "s/^$1{$2} \([0-9]*\)$/\1/p"
+}
+
+# grows_past NAME LABELS MIN: waits (10 s at most) until the sample is above MIN.
+grows_past() {
+	local i v
+	for i in $(seq 100); do
+		v=$(metric "$1" "$2")
+		[ -n "$v" ] && [ "$v" -gt "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "$1{$2}: '$v', not above $3: $("$cmd" status --metrics 2>&1 | grep "^$1")"
+}
+
+@test "status and --metrics show the agent's processes (mechanism agent), their counts growing; gone with the agent" {
+	local name=agent$RANDOM$RANDOM labels
+	cp "$(prog local static phases)" "$BATS_TEST_TMPDIR/$name"
+	start_phases "$BATS_TEST_TMPDIR/$name"
+	start_agent attach "$prog_pid"
+	round 300
+	# Written each second: the state file is the agent's.
+	local state=/run/epollfix/agent.$agent_pid
+	for i in $(seq 50); do [ -s "$state" ] && grep -q "^$prog_pid " "$state" && break; sleep 0.1; done
+	[ "$(stat -c '%u %a' "$state")" = "0 644" ] || fail "$(ls -l "$state")"
+	# By default its program's series, no pid; the counts grow with its waits.
+	labels="program=\"$name\",mechanism=\"agent\""
+	grows_past epollfix_go_ended_waits_total "$labels" 149
+	run "$cmd" status
+	assert_success
+	assert_line --regexp "^epollfix\[$prog_pid\] Go, served by the agent \(pid $agent_pid\): [1-9][0-9]* netpoll waits, [1-9][0-9]* timers set at the runtime's deadline, [1-9][0-9]* waits ended, late p50 <= [0-9]+ us, p99 .*; fell back: [0-9]+ other fd, "
+	run "$cmd" status "$prog_pid"
+	assert_success
+	assert_output --regexp "^epollfix\[$prog_pid\] Go, served by the agent \(pid $agent_pid\): "
+	local before
+	before=$(metric epollfix_go_ended_waits_total "$labels")
+	round 300
+	grows_past epollfix_go_ended_waits_total "$labels" $((before + 149))
+	[ "$(metric epollfix_go_processes "$labels")" = 1 ]
+	local count inf
+	count=$(metric epollfix_go_wait_lateness_seconds_count "$labels")
+	inf=$(metric epollfix_go_wait_lateness_seconds_bucket "$labels,le=\"+Inf\"")
+	[ "$count" -ge 300 ] && [ "$count" = "$inf" ] || fail "lateness: count $count, +Inf $inf"
+	run --separate-stderr "$cmd" status --metrics
+	refute_line --regexp "^epollfix_go_.*program=\"$name\".*[{,]pid="
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$output" || fail "promtool: $(promtool check metrics <<<"$output" 2>&1)"
+	fi
+	# Per process, and asked by its pid: keyed by the pid.
+	run --separate-stderr "$cmd" status --metrics --per-process
+	assert_line --regexp "^epollfix_go_ended_waits_total\{pid=\"$prog_pid\",program=\"$name\",ns_pid=\"[0-9]+\",cgroup=\"[^\"]*\",mechanism=\"agent\"\} [1-9][0-9]*$"
+	run --separate-stderr "$cmd" status --metrics "$prog_pid"
+	assert_success
+	assert_line --regexp "^epollfix_go_waits_total\{pid=\"$prog_pid\",.*mechanism=\"agent\"\} [1-9][0-9]*$"
+	# Detached: the file goes with the agent, and so do the lines.
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	[ ! -e "$state" ] || fail "$state left behind"
+	run "$cmd" status
+	refute_line --partial "served by the agent (pid $agent_pid)"
+	end_phases
+}
+
+@test "a state file the agent did not write is not read: another user's, a dead agent's, a cut line" {
+	local name=agent$RANDOM$RANDOM
+	cp "$(prog local static sleeps)" "$BATS_TEST_TMPDIR/$name"
+	"$BATS_TEST_TMPDIR/$name" 100us 1000000 >/dev/null &
+	local p=$! start
+	track_pid "$p"
+	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$p/stat")
+	local zeros
+	zeros=$(printf ' 7%.0s' $(seq 31)) # 14 counters, 16 buckets, the sum
+	mkdir -p /run/epollfix
+	# This shell as the "agent" (it is alive): a line for the program.
+	local self_start f=/run/epollfix/agent.$$
+	self_start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
+	printf 'epollfix-agent 1 %s %s 14 16\n%s %s%s\n' $$ "$self_start" "$p" "$start" "$zeros" >"$f"
+	chmod 0644 "$f"
+	run "$cmd" status "$p"
+	assert_output --regexp "^epollfix\[$p\] Go, served by the agent \(pid $$\): 7 netpoll waits"
+	# Writable by others: not read.
+	chmod 0666 "$f"
+	run "$cmd" status "$p"
+	refute_output --partial "served by the agent"
+	chmod 0644 "$f"
+	# Another user's: not read.
+	chown nobody "$f"
+	run "$cmd" status "$p"
+	refute_output --partial "served by the agent"
+	chown root "$f"
+	# A writer that is not the one named (its start time differs): stale.
+	printf 'epollfix-agent 1 %s 1 14 16\n%s %s%s\n' $$ "$p" "$start" "$zeros" >"$f"
+	run "$cmd" status "$p"
+	refute_output --partial "served by the agent"
+	# A cut line, a number too many, a pid reused (another start): not taken.
+	printf 'epollfix-agent 1 %s %s 14 16\n%s %s%s' $$ "$self_start" "$p" "$start" "$zeros" >"$f"
+	run "$cmd" status "$p"
+	refute_output --partial "served by the agent"
+	printf 'epollfix-agent 1 %s %s 14 16\n%s %s%s 7\n%s 1%s\n' $$ "$self_start" "$p" "$start" "$zeros" "$p" "$zeros" >"$f"
+	run "$cmd" status "$p"
+	refute_output --partial "served by the agent"
+	rm -f "$f"
+}
+
+# cgroup2_root: where a cgroup v2 hierarchy is mounted here, or none.
+cgroup2_root() {
+	local d
+	for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		[ "$(stat -fc %T "$d" 2>/dev/null)" = cgroup2fs ] && echo "$d" && return 0
+	done
+	return 1
+}
+
+# in_cgroup DIR PROGRAM ARGS...: PROGRAM in the cgroup DIR (its pid in $started).
+in_cgroup() {
+	local dir=$1
+	shift
+	sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$dir" "$@" >/dev/null 2>&1 &
+	started=$!
+	track_pid "$started"
+	cgroups+=("$dir")
+	local i
+	for i in $(seq 50); do grep -q "$(basename "$dir")" "/proc/$started/cgroup" && return 0; sleep 0.1; done
+	fail "not moved into $dir"
+}
+
+remove_cgroups() {
+	local d i
+	stop_tracked
+	for d in "${cgroups[@]}"; do
+		for i in $(seq 50); do rmdir "$d" 2>/dev/null && break; [ -d "$d" ] || break; sleep 0.1; done
+	done
+}
+
+# attached_only PID... -- PID...: the agent in $log attached the first ones,
+# none of the others, once it scanned twice.
+attached_only() {
+	local want=1 p i
+	sleep 4.5 # two scans past the first (every 2 s)
+	for p in "$@"; do
+		[ "$p" = -- ] && want=0 && continue
+		if [ "$want" = 1 ]; then
+			grep -q "pid $p (.*): attached$" "$log" || fail "pid $p not attached: $(cat "$log")"
+		else
+			! grep -q "pid $p (.*): attached$" "$log" || fail "pid $p attached: $(cat "$log")"
+		fi
+	done
+}
+
+@test "--cgroup and --unit choose the Go programs of a cgroup (v2's line or a v1 one) and of a unit; a bad value is one warning" {
+	local root sleeps n=$RANDOM$RANDOM
+	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
+	sleeps=$(prog local static sleeps)
+	cgroups=()
+	local top=$root/epollfix-test-$n
+	mkdir -p "$top/app-$n.service" "$top/other"
+	in_cgroup "$top/app-$n.service" "$sleeps" 100us 1000000
+	local a=$started
+	in_cgroup "$top/other" "$sleeps" 100us 1000000
+	local b=$started
+	# A cgroup and what is below it; not a sibling whose name it begins.
+	"$cmd" agent --cgroup="/epollfix-test-$n/app-$n.service/" 2>"$log" &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	attached_only "$a" -- "$b"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	"$cmd" agent --unit="app-$n" 2>"$log" &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	attached_only "$a" -- "$b"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	"$cmd" agent --cgroup="/epollfix-test-$n" 2>"$log" &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	attached_only "$a" "$b"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	# A v1 hierarchy's line (a hybrid host): chosen by its path too.
+	if [ "$(stat -fc %T /sys/fs/cgroup/pids 2>/dev/null)" = cgroupfs ]; then
+		mkdir -p "/sys/fs/cgroup/pids/epollfix-v1-$n"
+		in_cgroup "/sys/fs/cgroup/pids/epollfix-v1-$n" "$sleeps" 100us 1000000
+		local c=$started
+		"$cmd" agent --cgroup="/epollfix-v1-$n" 2>"$log" &
+		agent_pid=$!
+		track_pid "$agent_pid"
+		attached_only "$c" -- "$a" "$b"
+		kill -INT "$agent_pid"
+		wait "$agent_pid"
+	fi
+	remove_cgroups
+	# Bad values: one line each, naming the option, the value and what is
+	# done; nothing left to choose is a usage error.
+	run --separate-stderr "$cmd" agent --cgroup=relative/path --unit='no/slash.service'
+	assert_failure 2
+	assert_equal "$(sed -n 1p <<<"$stderr")" "epollfix agent: warning: --cgroup='relative/path' is not an absolute cgroup path (like /system.slice/app.service): ignored"
+	assert_equal "$(sed -n 2p <<<"$stderr")" "epollfix agent: warning: --unit='no/slash.service' is not a unit's name (like app.service): ignored"
+	assert_equal "$(sed -n 3p <<<"$stderr")" "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or --pods): nothing to do"
+}
+
+@test "--pods: a Go program of a pod that opted in (its EPOLLFIX_POD_UID is its cgroup's pod) is served; another pod's uid, or none, is not" {
+	local root sleeps n=$RANDOM$RANDOM uid other id
+	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
+	sleeps=$(prog local static sleeps)
+	cgroups=()
+	uid=$(cat /proc/sys/kernel/random/uuid)
+	other=$(cat /proc/sys/kernel/random/uuid)
+	id=$(echo "$n" | sha256sum | cut -c1-64)
+	# kubelet's systemd driver and containerd's names.
+	local pod=$root/epollfix-test-$n/kubepods-besteffort-pod${uid//-/_}.slice
+	mkdir -p "$pod/cri-containerd-$id.scope" "$root/epollfix-test-$n/host"
+	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	local a=$started
+	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$other" "$sleeps" 100us 1000000
+	local b=$started
+	in_cgroup "$pod/cri-containerd-$id.scope" "$sleeps" 100us 1000000
+	local c=$started
+	in_cgroup "$root/epollfix-test-$n/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	local d=$started
+	"$cmd" agent --pods 2>"$log" &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	attached_only "$a" -- "$b" "$c" "$d"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	cgroups+=("$pod" "$root/epollfix-test-$n")
+	remove_cgroups
 }

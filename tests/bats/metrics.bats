@@ -483,3 +483,65 @@ replaced_twice() {
 	grep -q '^epollfix_calls_total{.*function="epoll_wait".*} [1-9]' "$prev" || fail "$(cat "$prev")"
 	grep -q '^epollfix_empty_zero_polls_total{.*} 0$' "$prev" || fail "$(grep empty "$prev")"
 }
+
+@test "metrics: Go programs served by the agent and by the supervisor: one family set, a mechanism label, by program unless --per-process" {
+	[ "$EPOLLFIX_LIBC" = glibc ] || skip "the agent is built by the glibc build only"
+	"$cmd" agent --help >/dev/null 2>&1 || skip_missing "epollfix was built without its BPF side (meson -Dbpf)"
+	[ "$(id -u)" = 0 ] || skip_missing "the agent needs root"
+	"$cmd" agent --check >/dev/null 2>&1 || skip_missing "the agent does not apply here: $("$cmd" agent --check 2>&1 | tail -1)"
+	local sleeps name=go$RANDOM$RANDOM
+	sleeps=$(prog local static sleeps)
+	cp "$sleeps" "$BATS_TEST_TMPDIR/$name-a"
+	cp "$sleeps" "$BATS_TEST_TMPDIR/$name-s"
+	# Two processes of one program under the agent, one under the supervisor.
+	bg "$BATS_TEST_TMPDIR/a1" "$BATS_TEST_TMPDIR/$name-a" 100us 1000000
+	local a1=$started
+	bg "$BATS_TEST_TMPDIR/a2" "$BATS_TEST_TMPDIR/$name-a" 100us 1000000
+	local a2=$started
+	bg "$BATS_TEST_TMPDIR/s" "$cmd" "$BATS_TEST_TMPDIR/$name-s" 100us 1000000
+	local s=$started
+	bg "$BATS_TEST_TMPDIR/agent" "$cmd" agent --path="$BATS_TEST_TMPDIR/$name-a"
+	local agent_pid=$started
+	local agent=(program=\"$name-a\",mechanism=\"agent\") sup=(program=\"$name-s\",mechanism=\"supervisor\")
+	# has LABELS MIN: the program's epollfix_go_timers_total is above MIN.
+	has() {
+		local v
+		v=$("$cmd" status --metrics | sed -n "s/^epollfix_go_timers_total{$1} //p")
+		[ -n "$v" ] && [ "$v" -gt "$2" ]
+	}
+	wait_for "the agent's program counted" has "${agent[0]}" 100
+	wait_for "the supervisor's program counted" has "${sup[0]}" 100
+	run --separate-stderr "$cmd" status --metrics
+	assert_success
+	metrics=$output
+	assert_line "epollfix_go_processes{${agent[0]}} 2"
+	assert_line "epollfix_go_processes{${sup[0]}} 1"
+	for family in epollfix_go_waits_total epollfix_go_timers_total 'epollfix_go_fallbacks_total reason="other_fd"'; do
+		read -r f extra <<<"$family"
+		grep -q "^$f{${agent[0]}${extra:+,$extra}} [0-9]" <<<"$metrics" || fail "no $f of the agent: $(grep "^$f" <<<"$metrics")"
+		grep -q "^$f{${sup[0]}${extra:+,$extra}} [0-9]" <<<"$metrics" || fail "no $f of the supervisor: $(grep "^$f" <<<"$metrics")"
+	done
+	# One HELP and TYPE a family, whichever mechanisms serve.
+	assert_equal "$(grep -c '^# TYPE epollfix_go_timers_total ' <<<"$metrics")" 1
+	run printf '%s\n' "$(grep "program=\"$name-" <<<"$metrics")"
+	refute_output --regexp '[{,](pid|ns_pid|cgroup)="'
+	# The counts grow.
+	local before
+	before=$("$cmd" status --metrics | sed -n "s/^epollfix_go_timers_total{${agent[0]}} //p")
+	wait_for "the agent's count growing" has "${agent[0]}" $((before + 100))
+	before=$("$cmd" status --metrics | sed -n "s/^epollfix_go_timers_total{${sup[0]}} //p")
+	wait_for "the supervisor's count growing" has "${sup[0]}" $((before + 100))
+	if command -v promtool >/dev/null; then
+		promtool check metrics <<<"$metrics" || fail "promtool: $(promtool check metrics <<<"$metrics" 2>&1)"
+	fi
+	# Per process: each keyed by its pid (the supervisor's, the program's).
+	run --separate-stderr "$cmd" status --metrics --per-process
+	local p
+	for p in $a1 $a2; do
+		assert_line --regexp "^epollfix_go_timers_total\{pid=\"$p\",program=\"$name-a\",ns_pid=\"[0-9]+\",cgroup=\"[^\"]*\",mechanism=\"agent\"\} [0-9]+$"
+	done
+	assert_line --regexp "^epollfix_go_timers_total\{pid=\"$s\",program=\"$name-s\",.*,mechanism=\"supervisor\"\} [1-9][0-9]*$"
+	# Detached (not killed: it removes its state file).
+	kill -INT "$agent_pid"
+	wait "$agent_pid" || true
+}
