@@ -74,8 +74,17 @@ both_builds() {
 	# The layout's root is the image's root: mounted at /epollfix, as the
 	# chart does, the files are where its LD_PRELOAD names them.
 	img=$out
-	[ "$(cd "$img" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
+	# The Go agent's command too, when the glibc build has it (-Dbpf).
+	local agent=
+	[ ! -f "$glibc_build/src/epollfix-agent-static" ] || agent="./bin/epollfix-agent "
+	[ "$(cd "$img" && find . -type f | sort | tr '\n' ' ')" = "./bin/epollfix ${agent}./glibc/libepollfix.so ./musl/libepollfix.so " ] ||
 		fail "the image's files: $(cd "$img" && find . | sort)"
+	if [ -n "$agent" ]; then
+		run file "$img/bin/epollfix-agent"
+		assert_output --partial "statically linked"
+		run "$img/bin/epollfix-agent" agent --help
+		assert_success
+	fi
 	for f in glibc/libepollfix.so musl/libepollfix.so bin/epollfix; do
 		[ -f "$img/$f" ] || fail "no $f in the image"
 	done
@@ -1043,5 +1052,39 @@ def status(path):
     return next(c["command"] for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "epollfix-status")
 default, per = status(sys.argv[1]), status(sys.argv[2])
 assert "--per-process" not in default and per == default + ["--per-process"], (default, per)
+PY
+}
+
+@test "helm: agent.go.enabled adds the Go agent to the DaemonSet: \`epollfix agent --pods\`, privileged, its state shared with status; off by default" {
+	once
+	tool helm
+	validator
+	render "$BATS_TEST_TMPDIR/off" --kube-version 1.37.0
+	render "$BATS_TEST_TMPDIR/on" --kube-version 1.37.0 --set agent.go.enabled=true
+	for f in "$BATS_TEST_TMPDIR"/on/[0-9]*.yaml; do
+		run "$K8S_TOOLS/venv/bin/kubernetes-validate" --strict -k 1.37.0 "$f"
+		[ "$status" = 0 ] && [[ "$output" == *" passed for resource "* ]] || fail "$f: $output"
+	done
+	run "$K8S_TOOLS/bin/helm" lint "$CHART" --strict --kube-version 1.37.0 --set agent.go.enabled=true
+	assert_success
+	"$K8S_TOOLS/venv/bin/python" - "$BATS_TEST_TMPDIR/off/all.yaml" "$BATS_TEST_TMPDIR/on/all.yaml" <<'PY'
+import sys, yaml
+def spec(path):
+    ds = next(d for d in yaml.safe_load_all(open(path)) if d and d["kind"] == "DaemonSet")
+    return ds["spec"]["template"]["spec"]
+off, on = spec(sys.argv[1]), spec(sys.argv[2])
+names = lambda s: [c["name"] for c in s["containers"]]
+assert "epollfix-go-agent" not in names(off), names(off)
+assert not any(v["name"] == "agent-state" for v in off["volumes"]), off["volumes"]
+assert any(v["name"] == "agent-state" and "emptyDir" in v for v in on["volumes"]), on["volumes"]
+agent = next(c for c in on["containers"] if c["name"] == "epollfix-go-agent")
+assert agent["command"] == ["/bin/epollfix-agent", "agent", "--pods", "--quiet"], agent["command"]
+assert agent["securityContext"]["privileged"] is True and on["hostPID"] is True, agent
+assert {"name": "agent-state", "mountPath": "/run/epollfix"} in agent["volumeMounts"], agent
+status = next(c for c in on["containers"] if c["name"] == "epollfix-status")
+assert {"name": "agent-state", "mountPath": "/run/epollfix", "readOnly": True} in status["volumeMounts"], status
+# Nothing else changes: the other containers are the same as with it off.
+strip = lambda c: {k: v for k, v in c.items() if k != "volumeMounts"}
+assert [strip(c) for c in off["containers"]] == [strip(c) for c in on["containers"] if c["name"] != "epollfix-go-agent"]
 PY
 }
