@@ -91,6 +91,17 @@ assert_demo() {
 	assert_line --regexp " \./usr/share/man/man1/epollfix\.1\.gz$"
 	run dpkg-deb -f "$deb_dir/epollfix_${version}_$arch.deb" Depends
 	assert_output --partial "libepollfix (= $version)"
+	# The Go agent is in the command, with its unit and the options' file.
+	run dpkg-deb -c "$deb_dir/epollfix_${version}_$arch.deb"
+	assert_line --regexp " \./lib/systemd/system/epollfix-agent\.service$"
+	assert_line --regexp " \./etc/default/epollfix-agent$"
+	run dpkg-deb -I "$deb_dir/epollfix_${version}_$arch.deb" conffiles
+	assert_output /etc/default/epollfix-agent
+	# Never enabled nor started by the package: only an administrator's
+	# own enabling is kept across an upgrade (was-enabled).
+	run dpkg-deb -I "$deb_dir/epollfix_${version}_$arch.deb" postinst
+	refute_output --partial "deb-systemd-invoke"
+	[ "$(grep -c "deb-systemd-helper enable" <<<"$output")" = "$(grep -c "was-enabled" <<<"$output")" ] || fail "$output"
 	assert_tree_clean
 }
 
@@ -178,6 +189,31 @@ in_image() { # in_image SCRIPT: bash -c SCRIPT, with $root the image's root
 	run /usr/bin/epollfix --check
 	assert_success
 	assert_line "library:      /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libepollfix.so"
+	# The agent's unit: disabled; as shipped, its options choose nothing, so
+	# enabled it would start nothing (ExecCondition), and the agent itself
+	# refuses to run with nothing chosen.
+	if command -v systemctl >/dev/null; then
+		run systemctl is-enabled epollfix-agent.service
+		assert_output disabled
+	fi
+	if command -v systemd-analyze >/dev/null && command -v man >/dev/null; then
+		run systemd-analyze verify /lib/systemd/system/epollfix-agent.service
+		assert_success
+	fi
+	run bash -c '. /etc/default/epollfix-agent && echo "[$EPOLLFIX_AGENT_OPTS]"'
+	assert_output "[]"
+	# The unit's ExecCondition, as systemd runs it with that file: 1 (the unit
+	# skipped, not failed) as shipped, 0 once something is chosen.
+	cond=$(sed -n 's/^ExecCondition=//p' /lib/systemd/system/epollfix-agent.service)
+	run env -i bash -c 'set -a && . /etc/default/epollfix-agent && eval "$1"' _ "$cond"
+	assert_failure 1
+	run env -i bash -c 'set -a && . /etc/default/epollfix-agent && EPOLLFIX_AGENT_OPTS=--all && eval "$1"' _ "$cond"
+	assert_success
+	run --separate-stderr /usr/bin/epollfix agent --quiet
+	assert_failure 2
+	assert_line --stderr "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or --pods): nothing to do"
+	run /usr/bin/epollfix agent --help
+	assert_success
 	cd "$EPOLLFIX_SRC"
 	assert_demo /usr/bin/epollfix "$py"
 	# python3-epollfix: the system python3's exact timeouts, on under the library.
