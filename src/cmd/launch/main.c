@@ -35,7 +35,7 @@ static void usage(FILE *out)
 		     "       epollfix --check [options] [PROGRAM]\n"
 		     "       epollfix status [--json] [--watch[=1s]] [PID]\n"
 		     "       epollfix copy-files DEST\n"
-		     "       epollfix agent [--all | --path=PREFIX...] | --check\n"
+		     "       epollfix agent [--all | --path=PREFIX | --cgroup=PATH | --unit=NAME | --pods]... | --check\n"
 		     "       epollfix attach PID\n\n"
 		     "Runs command with libepollfix.so preloaded: epoll waits of a rounded-up\n"
 		     "millisecond become sub-millisecond waits (epoll_pwait2).\n\n"
