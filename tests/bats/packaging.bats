@@ -211,7 +211,7 @@ in_image() { # in_image SCRIPT: bash -c SCRIPT, with $root the image's root
 	assert_success
 	run --separate-stderr /usr/bin/epollfix agent --quiet
 	assert_failure 2
-	assert_line --stderr "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or --pods): nothing to do"
+	assert_equal "$(sed -n 1p <<<"$stderr")" "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or --pods): nothing to do"
 	run /usr/bin/epollfix agent --help
 	assert_success
 	cd "$EPOLLFIX_SRC"
