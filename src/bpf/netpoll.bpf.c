@@ -87,7 +87,7 @@ struct {
 /* Execs, for the agent to look at the new image (struct ef_bpf_event). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
+	__uint(max_entries, EF_BPF_EVENTS_SIZE);
 } events SEC(".maps");
 
 struct {
@@ -289,7 +289,12 @@ static __always_inline void changed(__u32 tgid, int exec)
 		struct ef_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (e) {
 			e->tgid = tgid;
-			bpf_ringbuf_submit(e, 0);
+			/* Every exec of the machine lands here: the agent is not
+			 * woken for each, it reads them each second, unless they
+			 * fill a quarter of the buffer first (1024 execs). */
+			bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EF_BPF_WAKE_AT
+						      ? BPF_RB_FORCE_WAKEUP
+						      : BPF_RB_NO_WAKEUP);
 		}
 	}
 }

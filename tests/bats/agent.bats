@@ -166,6 +166,10 @@ report() {
 	track_pid "$agent_pid"
 	sleep 1 # loaded and scanned
 	start_phases "$(prog local static phases)"
+	# Its exec is read within a second (the agent reads the kernel's exec
+	# events each second, not at each exec of the machine).
+	for i in $(seq 50); do grep -q "pid $prog_pid (.*): attached$" "$log" && break; sleep 0.1; done
+	grep -q "pid $prog_pid (.*): attached$" "$log" || fail "not attached: $(cat "$log")"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output; $(cat "$log")"
 	end_phases
