@@ -114,8 +114,7 @@ sum_of() {
 	metrics=$output
 	after=$("$cmd" status --metrics --per-process)
 	mine=$(grep "^epollfix_[a-z_]*{program=\"$name\"[,}]" <<<"$metrics")
-	# Its series (other tests' processes run beside it: a Go supervisor's
-	# epollfix_go_* families still name their pid).
+	# Its series (other tests' processes run beside it).
 	run printf '%s\n' "$mine"
 	refute_output --regexp '[{,](pid|ns_pid|cgroup)="'
 	# One set: one sample of each series, the two processes in it.
