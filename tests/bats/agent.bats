@@ -344,6 +344,7 @@ grows_past() {
 	run --separate-stderr "$cmd" status --metrics "$prog_pid"
 	assert_success
 	assert_line --regexp "^epollfix_go_waits_total\{pid=\"$prog_pid\",.*mechanism=\"agent\"\} [1-9][0-9]*$"
+	assert_equal "$stderr" "" # no library there, and none missed: it is served
 	# Detached: the file goes with the agent, and so do the lines.
 	kill -INT "$agent_pid"
 	wait "$agent_pid"

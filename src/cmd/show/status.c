@@ -48,6 +48,8 @@ static int usage(FILE *out)
 }
 
 
+static int served_go(long pid);
+
 /* Every process whose look succeeds (pid 0: all of /proc), for --metrics. */
 static size_t collect(long pid, struct look **out)
 {
@@ -75,8 +77,8 @@ static size_t collect(long pid, struct look **out)
 		 * too: its metrics say so (epollfix_library_loaded 0). */
 		if (ef_look_at(p, &ls[n]) || ef_look_unloaded(&ls[n]))
 			n++;
-		else if (pid && ef_look_failure(&why) >= 0)
-			fprintf(stderr, "epollfix: status: %s\n", why);
+		else if (pid && !served_go(pid) && ef_look_failure(&why) >= 0)
+			fprintf(stderr, "epollfix: status: %s\n", why); /* not a Go program served either */
 	}
 	if (d)
 		closedir(d);
