@@ -1088,3 +1088,76 @@ strip = lambda c: {k: v for k, v in c.items() if k != "volumeMounts"}
 assert [strip(c) for c in off["containers"]] == [strip(c) for c in on["containers"] if c["name"] != "epollfix-go-agent"]
 PY
 }
+
+@test "agent: the DaemonSet's Go agent, run here as the chart renders it, serves an opted-in pod's Go program, and the status container's file shows it (mechanism agent)" {
+	both_builds
+	tool helm
+	[ "$(id -u)" = 0 ] || skip_missing "the agent needs root"
+	local img=$BATS_TEST_TMPDIR/image
+	"$EPOLLFIX_SRC/scripts/package-image" "$img" >/dev/null
+	[ -x "$img/bin/epollfix-agent" ] || skip_missing "the glibc build has no agent (-Dbpf)"
+	"$img/bin/epollfix-agent" agent --check >/dev/null 2>&1 ||
+		skip_missing "the agent does not apply here: $("$img/bin/epollfix-agent" agent --check 2>&1 | tail -1)"
+	local sleeps
+	sleeps=$(prog local static sleeps)
+	render "$BATS_TEST_TMPDIR/chart" --kube-version 1.37.0 --set agent.go.enabled=true
+	"$K8S_TOOLS/venv/bin/python" - "$BATS_TEST_TMPDIR/chart/all.yaml" >"$BATS_TEST_TMPDIR/cmds" <<'PY'
+import sys, yaml
+ds = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet")
+for c in ds["spec"]["template"]["spec"]["containers"]:
+    print(c["name"], *(c.get("command", []) + c.get("args", [])))
+PY
+	local agent_cmd status_cmd dir=$BATS_TEST_TMPDIR/textfile
+	mkdir "$dir"
+	agent_cmd=$(sed -n 's/^epollfix-go-agent //p' "$BATS_TEST_TMPDIR/cmds")
+	status_cmd=$(sed -n 's/^epollfix-status //p' "$BATS_TEST_TMPDIR/cmds")
+	[ -n "$agent_cmd" ] && [ -n "$status_cmd" ] || fail "containers: $(cat "$BATS_TEST_TMPDIR/cmds")"
+	# The image's paths made this machine's; /run/epollfix, the volume the
+	# two containers share, is this machine's own.
+	agent_cmd=${agent_cmd//\/bin\/epollfix-agent/$img/bin/epollfix-agent}
+	status_cmd=${status_cmd//\/bin\/epollfix/$img/bin/epollfix}
+	status_cmd=${status_cmd//=\/textfile/=$dir}
+	status_cmd=${status_cmd//--watch=15s/--watch=0.5s}
+	# A Go program of a pod that opted in, as the policy leaves it (static:
+	# the library it was given does not load); another pod's, not opted in.
+	local root uid id name=goapp$RANDOM
+	root=$(pod_hierarchy)
+	[ -n "$root" ] && [ -w "$root" ] || skip "no writable cgroup hierarchy"
+	cp "$sleeps" "$BATS_TEST_TMPDIR/$name"
+	new_pod
+	make_cgroup "$root" "kubepods/pod$uid/$id"
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$root/kubepods/pod$uid/$id" \
+		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=go-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
+		LD_PRELOAD="$img/glibc/libepollfix.so" "$BATS_TEST_TMPDIR/$name" 100us 1000000 >/dev/null 2>&1 3>&- &
+	local app=$! other_uid=$uid
+	track_pid "$app"
+	new_pod
+	make_cgroup "$root" "kubepods/pod$uid/$id"
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$root/kubepods/pod$uid/$id" \
+		"$BATS_TEST_TMPDIR/$name" 100us 1000000 >/dev/null 2>&1 3>&- &
+	local other=$!
+	track_pid "$other"
+	# shellcheck disable=SC2086
+	$agent_cmd 2>"$BATS_TEST_TMPDIR/agent.log" 3>&- &
+	local agent=$!
+	track_pid "$agent"
+	# shellcheck disable=SC2086
+	$status_cmd >"$BATS_TEST_TMPDIR/status.log" 2>&1 3>&- &
+	track_pid $!
+	local line= i
+	for i in $(seq 100); do
+		line=$(grep "^epollfix_go_ended_waits_total{.*pod_uid=\"$other_uid\".*mechanism=\"agent\"} [1-9]" "$dir/epollfix.prom" 2>/dev/null) && break
+		sleep 0.2
+	done
+	[ -n "$line" ] || fail "not in the file: $(grep '^epollfix_go_ended' "$dir/epollfix.prom"; cat "$BATS_TEST_TMPDIR/agent.log" "$BATS_TEST_TMPDIR/status.log")"
+	# By its pod and container, as the library's series: no pid.
+	[[ "$line" == "epollfix_go_ended_waits_total{program=\"$name\",namespace=\"shop\",pod=\"go-1\",container=\"app\",pod_uid=\"$other_uid\",mechanism=\"agent\"} "* ]] ||
+		fail "$line"
+	# The pod that did not opt in: not served.
+	run grep -c "program=\"$name\".*pod_uid=\"$uid\"" "$dir/epollfix.prom"
+	assert_output 0
+	run "$cmd" status "$other"
+	refute_output --partial "served by the agent"
+	kill -INT "$agent"
+	wait "$agent"
+}
