@@ -345,10 +345,13 @@ grows_past() {
 	assert_success
 	assert_line --regexp "^epollfix_go_waits_total\{pid=\"$prog_pid\",.*mechanism=\"agent\"\} [1-9][0-9]*$"
 	assert_equal "$stderr" "" # no library there, and none missed: it is served
-	# Detached: the file goes with the agent, and so do the lines.
+	# Detached: the file goes with the agent, and so do the lines. Its own
+	# report at the end has the process's line too, as status gave it.
 	kill -INT "$agent_pid"
 	wait "$agent_pid"
 	[ ! -e "$state" ] || fail "$state left behind"
+	grep -q "^epollfix\[$prog_pid\] Go, served by the agent (pid $agent_pid): [1-9][0-9]* netpoll waits, .* [1-9][0-9]* waits ended, late p50 <= " "$log" ||
+		fail "no line of the process in the agent's report: $(cat "$log")"
 	run "$cmd" status
 	refute_line --partial "served by the agent (pid $agent_pid)"
 	end_phases

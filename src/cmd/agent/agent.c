@@ -202,6 +202,16 @@ static void on_exec(uint32_t tgid, void *arg)
 		look_at(tgid, ef_abpf_generation(A.bpf, tgid));
 }
 
+static void report_process(uint32_t tgid, const struct ef_bpf_proc *p, void *arg)
+{
+	char text[1024];
+	struct ef_buf b = EF_BUF(text);
+	struct ef_agentrec r;
+	ef_publish_record(tgid, p, &r);
+	ef_agent_report(&r, &b);
+	fputs(text, arg);
+}
+
 static void report(FILE *out)
 {
 	uint64_t c[EF_BC_COUNT];
@@ -221,6 +231,8 @@ static void report(FILE *out)
 		c[EF_BC_BUSY], c[EF_BC_DROPPED], ru.ru_nvcsw,
 		(long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
 			ru.ru_stime.tv_usec);
+	/* Then each process served now, in the line `epollfix status` gives it. */
+	ef_abpf_each(A.bpf, report_process, out);
 	fflush(out);
 }
 

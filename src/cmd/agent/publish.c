@@ -58,15 +58,30 @@ int ef_publish_open(void)
 	return 0;
 }
 
+void ef_publish_record(uint32_t tgid, const struct ef_bpf_proc *p, struct ef_agentrec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->pid = (long)tgid;
+	r->agent = (long)getpid();
+	r->start = (unsigned long long)p->start;
+	for (int i = 0; i < EF_AC_COUNT; i++)
+		r->count[i] = p->count[from_kernel[i]];
+	for (int i = 0; i < EF_AGENT_NBUCKETS; i++)
+		r->late[i] = p->late[i];
+	r->late_ns = p->late_ns;
+}
+
 static void line(uint32_t tgid, const struct ef_bpf_proc *p, void *arg)
 {
 	FILE *f = arg;
-	fprintf(f, "%u %" PRIu64, tgid, (uint64_t)p->start);
+	struct ef_agentrec r;
+	ef_publish_record(tgid, p, &r);
+	fprintf(f, "%ld %llu", r.pid, r.start);
 	for (int i = 0; i < EF_AC_COUNT; i++)
-		fprintf(f, " %" PRIu64, (uint64_t)p->count[from_kernel[i]]);
+		fprintf(f, " %" PRIu64, r.count[i]);
 	for (int i = 0; i < EF_AGENT_NBUCKETS; i++)
-		fprintf(f, " %" PRIu64, (uint64_t)p->late[i]);
-	fprintf(f, " %" PRIu64 "\n", (uint64_t)p->late_ns);
+		fprintf(f, " %" PRIu64, r.late[i]);
+	fprintf(f, " %" PRIu64 "\n", r.late_ns);
 }
 
 void ef_publish(struct ef_abpf *b)
