@@ -448,6 +448,20 @@ attached_only() {
 	done
 }
 
+# chooses OPTION... -- PID... [-- PID...]: an agent with those options
+# attaches the first pids and none of the others (attached_only), then ends.
+chooses() {
+	local opts=()
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	"$cmd" agent "${opts[@]}" 2>"$log" &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	attached_only "$@"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+}
+
 @test "--cgroup and --unit choose the Go programs of a cgroup (v2's line or a v1 one) and of a unit; a bad value is one warning" {
 	local root sleeps n=$RANDOM$RANDOM
 	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
@@ -460,35 +474,15 @@ attached_only() {
 	in_cgroup "$top/other" "$sleeps" 100us 1000000
 	local b=$started
 	# A cgroup and what is below it; not a sibling whose name it begins.
-	"$cmd" agent --cgroup="/epollfix-test-$n/app-$n.service/" 2>"$log" &
-	agent_pid=$!
-	track_pid "$agent_pid"
-	attached_only "$a" -- "$b"
-	kill -INT "$agent_pid"
-	wait "$agent_pid"
-	"$cmd" agent --unit="app-$n" 2>"$log" &
-	agent_pid=$!
-	track_pid "$agent_pid"
-	attached_only "$a" -- "$b"
-	kill -INT "$agent_pid"
-	wait "$agent_pid"
-	"$cmd" agent --cgroup="/epollfix-test-$n" 2>"$log" &
-	agent_pid=$!
-	track_pid "$agent_pid"
-	attached_only "$a" "$b"
-	kill -INT "$agent_pid"
-	wait "$agent_pid"
+	chooses --cgroup="/epollfix-test-$n/app-$n.service/" -- "$a" -- "$b"
+	chooses --unit="app-$n" -- "$a" -- "$b"
+	chooses --cgroup="/epollfix-test-$n" -- "$a" "$b"
 	# A v1 hierarchy's line (a hybrid host): chosen by its path too.
 	if [ "$(stat -fc %T /sys/fs/cgroup/pids 2>/dev/null)" = cgroupfs ]; then
 		mkdir -p "/sys/fs/cgroup/pids/epollfix-v1-$n"
 		in_cgroup "/sys/fs/cgroup/pids/epollfix-v1-$n" "$sleeps" 100us 1000000
 		local c=$started
-		"$cmd" agent --cgroup="/epollfix-v1-$n" 2>"$log" &
-		agent_pid=$!
-		track_pid "$agent_pid"
-		attached_only "$c" -- "$a" "$b"
-		kill -INT "$agent_pid"
-		wait "$agent_pid"
+		chooses --cgroup="/epollfix-v1-$n" -- "$c" -- "$a" "$b"
 	fi
 	remove_cgroups
 	# Bad values: one line each, naming the option, the value and what is
@@ -519,12 +513,7 @@ attached_only() {
 	local c=$started
 	in_cgroup "$root/epollfix-test-$n/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
 	local d=$started
-	"$cmd" agent --pods 2>"$log" &
-	agent_pid=$!
-	track_pid "$agent_pid"
-	attached_only "$a" -- "$b" "$c" "$d"
-	kill -INT "$agent_pid"
-	wait "$agent_pid"
+	chooses --pods -- "$a" -- "$b" "$c" "$d"
 	cgroups+=("$pod" "$root/epollfix-test-$n")
 	remove_cgroups
 }

@@ -136,10 +136,12 @@ int ef_sel_needs_cgroup(const struct ef_sel *s)
 	return !s->all && (s->pods || s->ncgroup || s->nunit);
 }
 
-/* Whether a line of /proc/PID/cgroup ("ID:CONTROLLERS:PATH", cgroup v2's
- * "0::PATH") is under a --cgroup or in a --unit. */
-static int line_chosen(const struct ef_sel *s, const char *path, size_t n)
+/* Whether a line of /proc/PID/cgroup (v2's or any v1 hierarchy's) is under
+ * a --cgroup or in a --unit. */
+static int line_chosen(const char *path, size_t n, int v2, void *arg)
 {
+	const struct ef_sel *s = arg;
+	(void)v2;
 	for (int i = 0; i < s->ncgroup; i++)
 		if (ef_sel_under(path, n, s->cgroup[i]))
 			return 1;
@@ -160,16 +162,8 @@ int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char 
 	if (!ef_sel_needs_cgroup(s))
 		return 0;
 	/* Every line, v2's and each v1 hierarchy's; whole lines only. */
-	for (size_t at = 0; at < len;) {
-		const char *line = cgroups + at, *nl = memchr(line, '\n', len - at);
-		if (!nl)
-			break;
-		at = (size_t)(nl - cgroups) + 1;
-		const char *c1 = memchr(line, ':', (size_t)(nl - line));
-		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
-		if (c2 && line_chosen(s, c2 + 1, (size_t)(nl - c2 - 1)))
-			return 1;
-	}
+	if (ef_cgroup_lines(cgroups, len, line_chosen, (void *)s))
+		return 1;
 	if (!s->pods)
 		return 0;
 	/* A pod that opted in: the admission policy gave its containers

@@ -130,40 +130,63 @@ int ef_pod_from_cgroup(const char *path, struct ef_pod *p)
  * the same path under every controller): on a hybrid host a process may be
  * in its pod's cgroup in one hierarchy and at "/" in the others. Lines are
  * taken whole only: one cut by the read's bound is not read. */
-int ef_pod_from_cgroups(const char *file, size_t len, struct ef_pod *p, char *path, size_t size)
+int ef_cgroup_lines(const char *file, size_t len,
+		    int (*fn)(const char *path, size_t n, int v2, void *arg), void *arg)
 {
-	/* 4: v2 with a pod; 3: v1 with a pod; 2: v2; 1: the first line. */
-	const char *best = NULL;
-	size_t best_n = 0;
-	int best_rank = 0;
-	struct ef_pod q;
-
-	p->uid[0] = p->container_id[0] = '\0';
 	for (size_t at = 0; at < len;) {
 		const char *line = file + at, *nl = memchr(line, '\n', len - at);
 		if (!nl)
-			break;
+			break; /* cut by the read's bound: not taken */
 		at = (size_t)(nl - file) + 1;
 		const char *c1 = memchr(line, ':', (size_t)(nl - line));
 		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
-		if (!c2 || (size_t)(nl - c2 - 1) >= size)
+		if (!c2)
 			continue;
 		int v2 = c1 - line == 1 && line[0] == '0' && c2 == c1 + 1;
-		/* The path parser stops at the line's end. */
-		int pod = ef_pod_from_cgroup(c2 + 1, &q);
-		int rank = pod ? 3 + v2 : v2 ? 2 : !best;
-		if (rank > best_rank) {
-			best = c2 + 1, best_n = (size_t)(nl - c2 - 1), best_rank = rank;
-			if (pod)
-				memcpy(p->uid, q.uid, sizeof(q.uid)),
-					memcpy(p->container_id, q.container_id, sizeof(q.container_id));
-		}
+		int r = fn(c2 + 1, (size_t)(nl - c2 - 1), v2, arg);
+		if (r)
+			return r;
 	}
+	return 0;
+}
+
+/* The line that names the pod, as ef_pod_from_cgroups ranks them. */
+struct best {
+	struct ef_pod *p;
+	size_t size;
+	const char *path;
+	size_t n;
+	int rank; /* 4: v2 with a pod; 3: v1 with a pod; 2: v2; 1: the first line */
+};
+
+static int rank_line(const char *path, size_t n, int v2, void *arg)
+{
+	struct best *b = arg;
+	struct ef_pod q;
+	if (n >= b->size)
+		return 0;
+	/* The path parser stops at the line's end. */
+	int pod = ef_pod_from_cgroup(path, &q);
+	int rank = pod ? 3 + v2 : v2 ? 2 : !b->path;
+	if (rank > b->rank) {
+		b->path = path, b->n = n, b->rank = rank;
+		if (pod)
+			memcpy(b->p->uid, q.uid, sizeof(q.uid)),
+				memcpy(b->p->container_id, q.container_id, sizeof(q.container_id));
+	}
+	return 0;
+}
+
+int ef_pod_from_cgroups(const char *file, size_t len, struct ef_pod *p, char *path, size_t size)
+{
+	struct best b = { p, size, NULL, 0, 0 };
+	p->uid[0] = p->container_id[0] = '\0';
+	ef_cgroup_lines(file, len, rank_line, &b);
 	if (size) {
-		memcpy(path, best ? best : "", best_n);
-		path[best_n] = '\0';
+		memcpy(path, b.path ? b.path : "", b.n);
+		path[b.n] = '\0';
 	}
-	return best_rank >= 3;
+	return b.rank >= 3;
 }
 
 /* A DNS name's characters, lowercase: what namespace, pod and container names

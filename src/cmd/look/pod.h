@@ -36,6 +36,13 @@ struct ef_pod {
  * one), else 0 with both empty. */
 int ef_pod_from_cgroup(const char *path, struct ef_pod *p);
 
+/* Each whole line of the contents of /proc/PID/cgroup (len bytes; a line cut
+ * by the read's bound is not taken): fn gets its path (n bytes, not
+ * NUL-terminated) and whether it is cgroup v2's ("0::PATH"); the first
+ * non-zero fn returns ends the walk and is returned. */
+int ef_cgroup_lines(const char *file, size_t len,
+		    int (*fn)(const char *path, size_t n, int v2, void *arg), void *arg);
+
 /* The same from the contents of /proc/PID/cgroup (len bytes): the line that
  * names a pod, cgroup v2's first, else a v1 controller's, on a v1, v2 or
  * hybrid host. That line's path (else v2's, else the first line's) goes into
