@@ -517,3 +517,24 @@ chooses() {
 	cgroups+=("$pod" "$root/epollfix-test-$n")
 	remove_cgroups
 }
+
+@test "the service's capabilities are enough: under epollfix-agent.service's bounding set the agent attaches and ends waits" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	local caps
+	# CAP_BPF CAP_PERFMON ... -> +bpf,+perfmon,...
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$EPOLLFIX_SRC/deploy/systemd/epollfix-agent.service" |
+		tr ' ' '\n' | sed 's/^CAP_//' | tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd,)
+	[ -n "$caps" ] || fail "no CapabilityBoundingSet in the unit"
+	start_phases "$(prog local static phases)"
+	setpriv --bounding-set="-all,$caps" --inh-caps=-all "$cmd" attach "$prog_pid" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	local i
+	for i in $(seq 100); do grep -q ": attached$" "$log" && break; sleep 0.1; done
+	grep -q ": attached$" "$log" || fail "not attached with $caps: $(cat "$log")"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output"
+	report
+	[ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
+	end_phases
+}
