@@ -102,7 +102,9 @@ void ef_publish(struct ef_abpf *b)
 		fprintf(f, "%s%s", i ? "," : "", ef_agent_counter_name(i));
 	fprintf(f, " %d\n", EF_AGENT_NBUCKETS);
 	ef_abpf_each(b, line, f);
-	if ((fflush(f) != 0) | (fclose(f) != 0) || renameat(dirfd_, tmp, dirfd_, name) != 0)
+	int failed = fflush(f) != 0;
+	failed = fclose(f) != 0 || failed; /* closed whatever the flush did */
+	if (failed || renameat(dirfd_, tmp, dirfd_, name) != 0)
 		unlinkat(dirfd_, tmp, 0);
 }
 
