@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "epollfix.h"
+#include "ids.h"
 #include "proc.h"
 #include "target.h"
 
@@ -223,11 +223,13 @@ static int not_permitted(long pid)
 
 	if (proc_uids(pid, uids) == 0 && (uids[0] != me || uids[1] != me || uids[2] != me) &&
 	    !have_cap_sys_ptrace()) {
-		struct passwd *pw = getpwuid(uids[1]);
+		char user[64];
+		if (ef_user_name(uids[1], user, sizeof(user)) != 0)
+			snprintf(user, sizeof(user), "another user");
 		return FAIL(EF_ST_PERM,
 			    "process %ld belongs to %s (uid %u): reading another user's process needs "
 			    "CAP_SYS_PTRACE; run `sudo epollfix status %ld`",
-			    pid, pw ? pw->pw_name : "another user", uids[1], pid);
+			    pid, user, uids[1], pid);
 	}
 	switch (scope) {
 	case 1:

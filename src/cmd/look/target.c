@@ -7,9 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +16,7 @@
 #include <unistd.h>
 
 #include "elfrule.h"
+#include "ids.h"
 
 /* More symbols than any real library exports (libc has about 3,000). */
 #define MAX_DYNSYM (1u << 20)
@@ -365,10 +364,10 @@ static void learn(const char *path, struct facts *f)
 	f->secure_uid = (st.st_mode & S_ISUID) && st.st_uid != getuid();
 	f->secure_gid = (st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid();
 	f->caps = fgetxattr(fd, "security.capability", NULL, 0) > 0;
-	struct passwd *pw = getpwuid(st.st_uid);
-	struct group *gr = getgrgid(st.st_gid);
-	snprintf(f->owner, sizeof(f->owner), "%s", pw ? pw->pw_name : "another user");
-	snprintf(f->group, sizeof(f->group), "%s", gr ? gr->gr_name : "another group");
+	if (ef_user_name(st.st_uid, f->owner, sizeof(f->owner)) != 0)
+		snprintf(f->owner, sizeof(f->owner), "another user");
+	if (ef_group_name(st.st_gid, f->group, sizeof(f->group)) != 0)
+		snprintf(f->group, sizeof(f->group), "another group");
 	close(fd);
 }
 
