@@ -35,6 +35,7 @@ counter() {
 	passed_procs) sed -n 's/.* \([0-9]*\) passed through).*/\1/p' <<<"$line" ;;
 	takeovers) sed -n 's/.* \([0-9]*\) takeovers.*/\1/p' <<<"$line" ;;
 	no_tag) sed -n 's/.* \([0-9]*\) no tag.*/\1/p' <<<"$line" ;;
+	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
 	instances) sed -n 's/.* \([0-9]*\) epoll instances.*/\1/p' <<<"$line" ;;
 	esac
@@ -397,4 +398,120 @@ median_late_us() {
 	sleeps_supervised local stripped-pie
 	sleeps_supervised go1.22.12 stripped-pie
 	sleeps_supervised go1.20.14 stripped-pie
+}
+
+@test "fds 0, 1 and 2 closed: the program starts, supervised, and finds them as it would without" {
+	local p=$(prog local static sleeps)
+	# fds_of PID: what the program has as 0, 1 and 2 ("closed" for none).
+	fds_of() {
+		local fd
+		for fd in 0 1 2; do readlink "/proc/$1/fd/$fd" || echo closed; done
+	}
+	local how without with pid
+	for how in "<&- >&-" "<&- >&- 2>&-" "2>&-"; do
+		eval "\"$p\" 1ms 100000 $how &"
+		pid=$!
+		track_pid "$pid"
+		sleep 0.3
+		without=$(fds_of "$pid")
+		kill "$pid"
+		eval "\"$cmd\" \"$p\" 1ms 100000 $how &"
+		pid=$!
+		track_pid "$pid"
+		sleep 0.5
+		kill -0 "$pid" 2>/dev/null || fail "$how: the program did not start (exit status: $(wait "$pid"; echo $?))"
+		[ "$(readlink "/proc/$pid/exe")" = "$p" ] || fail "$how: pid $pid is $(readlink "/proc/$pid/exe")"
+		with=$(fds_of "$pid")
+		[ -n "$(supervisor_of "$pid")" ] || fail "$how: not supervised"
+		kill "$pid"
+		[ "$with" = "$without" ] || fail "$how: with epollfix: $with; without: $without"
+	done
+	# And to its end: exit 0.
+	run "$cmd" "$p" 100us 30 <&- >&-
+	assert_success
+}
+
+@test "\$(epollfix PROGRAM 2>&1) returns when the program does, a daemon it started still under the filter" {
+	local t0 out daemon=$BATS_TEST_TMPDIR/daemon
+	t0=$(date +%s%N)
+	# The program starts a Go daemon (100 sleeps of 30 ms: 3 s) on its own
+	# fds and returns; the daemon keeps the filter, and the pair, alive.
+	out=$("$cmd" --stats=1 "$(prog local static stress)" run sh -c \
+		"\"$(prog local static sleeps)\" 30ms 100 >'$daemon' 2>&1 </dev/null & echo started \$!" 2>&1)
+	local ms=$((($(date +%s%N) - t0) / 1000000))
+	[[ "$out" == *started* ]] || fail "$out"
+	# The report, written to stderr when the program exits, is in the output.
+	[[ "$out" == *"Go supervisor of pid"* ]] || fail "no report: $out"
+	[ "$ms" -lt 2000 ] || fail "returned after ${ms} ms, with the daemon: $out"
+	# The daemon runs on under the filter, served by the pair.
+	local pid
+	pid=$(sed -n 's/^started \([0-9]*\)$/\1/p' <<<"$out")
+	track_pid "$pid"
+	kill -0 "$pid" || fail "the daemon is gone: $out"
+	grep -q "^Seccomp:.*2" "/proc/$pid/status" || fail "the daemon is not under the filter"
+}
+
+# stopped_answerer WHO: 3000 sleeps of 200 us; WHO (sup, heir) is stopped
+# (SIGSTOP) after 0.3 s and continued only once the program has ended.
+stopped_answerer() {
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late
+	"$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
+	local pid=$! sup victim i
+	track_pid "$pid"
+	sleep 0.3
+	sup=$(supervisor_of "$pid")
+	[ -n "$sup" ] || fail "no supervisor"
+	victim=$([ "$1" = sup ] && echo "$sup" || heir_of "$sup")
+	[ -n "$victim" ] || fail "no $1"
+	kill -STOP "$victim"
+	# Without the other answerer the program stalls until SIGCONT: it
+	# must end on its own, within a generous bound (about 1 s alone).
+	for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && { kill -CONT "$victim"; fail "still running 30 s after the $1 was stopped"; }
+	kill -CONT "$victim"
+	wait "$pid" || fail "exit status $?"
+	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"
+	# The sleeps after the stop kept their precision: median well under
+	# the 1 ms of a wait no one answers.
+	[ "$(median_late_us "$(tail -n +1000 "$out")")" -lt 600 ] ||
+		fail "median $(median_late_us "$(tail -n +1000 "$out")")us late"
+}
+
+@test "kill -STOP of the supervisor: its heir answers, the program's sub-ms sleeps go on" {
+	stopped_answerer sup
+}
+
+@test "kill -STOP of the heir: the supervisor answers alone" {
+	stopped_answerer heir
+}
+
+@test "kill -STOP of the supervisor under a loopback HTTP load: every request served, exit 0" {
+	"$cmd" --stats="$report" "$(prog local static httpload)" 30000 4 200us >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! sup i
+	track_pid "$pid"
+	sleep 0.7
+	sup=$(supervisor_of "$pid")
+	[ -n "$sup" ] || fail "no supervisor"
+	kill -STOP "$sup"
+	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -CONT "$sup"
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$BATS_TEST_TMPDIR/out")"
+	grep -q "^requests=30000 failed=0 sleeps=[1-9][0-9]* early=0" "$BATS_TEST_TMPDIR/out" ||
+		fail "$(cat "$BATS_TEST_TMPDIR/out")"
+}
+
+@test "a non-PIE Go program that execs another non-PIE Go program: the new image is read anew" {
+	local s=$EPOLLFIX_BUILD/go/local/static
+	prog local static stress >/dev/null
+	# Both start their code at the same address: only the executable and
+	# the new stack tell the exec.
+	run --separate-stderr "$cmd" --stats="$report" "$s/stress" exec "$s/sleeps" 100us 300
+	assert_success
+	wait_report
+	local t
+	t=$(counter timers)
+	[ "$t" -ge 270 ] || fail "$(cat "$report")"
+	[ "$(counter other_fd)" -le 5 ] || fail "$(cat "$report")"
 }

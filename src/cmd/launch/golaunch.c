@@ -187,10 +187,22 @@ static const char *wait_ack(int sock, int *sup)
 	return n == (ssize_t)sizeof(ack) && ack[0] == 'A' ? NULL : "it ended before it held the listener";
 }
 
+/* Fills each of fds 0-2 that is closed with /dev/null, close-on-exec: the
+ * socket and the supervisor's dup2s then never land on them, and the exec
+ * closes them again, so the program finds them closed as it would without. */
+static void hold_standard_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		/* The lowest free number is fd: the ones below are held by now. */
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR | O_CLOEXEC) != fd)
+			return; /* no fd left: the socketpair fails too, and says so */
+}
+
 int ef_go_launch(const char *stats)
 {
 	int sv[2];
 
+	hold_standard_fds();
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		fprintf(stderr, "epollfix: Go supervision off: socketpair: %s\n", strerror(errno));
 		return -1;

@@ -17,11 +17,13 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 	ef_fmt(b, "epollfix[%ld] Go supervisor of pid %ld: %" PRIu64 " notifications, %" PRIu64
 		  " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
-		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag; %" PRIu64
-		  " epoll instances; %" PRIu64 " takeovers\n",
+		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag, %" PRIu64
+		  " no fd, %" PRIu64 " stale deadline; %" PRIu64 " epoll instances; %" PRIu64
+		  " takeovers; %" PRIu64 " answered for the other\n",
 	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
-	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_INSTANCES], c[EF_GC_TAKEOVERS]);
+	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_NO_FD], c[EF_GC_STALE], c[EF_GC_INSTANCES],
+	       c[EF_GC_TAKEOVERS], c[EF_GC_RESCUED]);
 }
 
 /* The mapping of the supervisor's memfd, "/memfd:NAME (deleted)". */
@@ -99,10 +101,13 @@ static const struct {
 	{ EF_GC_GONE, "epollfix_go_fallbacks_total", "reason=\"gone\"" },
 	{ EF_GC_UNREADABLE, "epollfix_go_fallbacks_total", "reason=\"unreadable\"" },
 	{ EF_GC_NO_TAG, "epollfix_go_fallbacks_total", "reason=\"no_tag\"" },
+	{ EF_GC_NO_FD, "epollfix_go_fallbacks_total", "reason=\"no_fd\"" },
+	{ EF_GC_STALE, "epollfix_go_fallbacks_total", "reason=\"stale_deadline\"" },
 	{ EF_GC_PROCS_GO, "epollfix_go_processes_total", "kind=\"go\"" },
 	{ EF_GC_PROCS_PASS, "epollfix_go_processes_total", "kind=\"passed\"" },
 	{ EF_GC_TAKEOVERS, "epollfix_go_takeovers_total", NULL },
 	{ EF_GC_INSTANCES, "epollfix_go_epoll_instances_total", NULL },
+	{ EF_GC_RESCUED, "epollfix_go_rescued_total", NULL },
 };
 static unsigned current;
 
@@ -130,7 +135,8 @@ void ef_golook_metrics(FILE *out, long pid)
 		{ "epollfix_go_fallbacks_total", "Trapped waits let run as asked, by reason." },
 		{ "epollfix_go_processes_total", "Processes the supervisor saw, supervised or passed through." },
 		{ "epollfix_go_takeovers_total", "Heirs that took over from a supervisor that died." },
-		{ "epollfix_go_epoll_instances_total", "The runtimes' epoll instances given a timer (anew after an exec)." },
+		{ "epollfix_go_epoll_instances_total", "Timers added to the runtimes' epoll instances (one per answerer, anew after an exec)." },
+		{ "epollfix_go_rescued_total", "Notifications one answerer held too long, answered CONTINUE by the other." },
 	};
 	/* No supervisor, no families: the library's metrics stay as they were. */
 	if (each(none, out) == 0)

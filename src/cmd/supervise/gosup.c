@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
@@ -46,8 +47,12 @@
  * exec'd a Go program is found within it (an exec keeps the pid). */
 #define RECHECK_NS (100 * 1000000LL)
 #define MAX_RETRIES 8
+/* A notification one answerer has held this long is answered CONTINUE by
+ * the other: a stopped or starved answerer then costs a wait at most this
+ * on top of the program's own 1 ms. Handling one takes some 40 us. */
+#define HOLD_NS (200 * 1000LL)
 
-enum { TAG_LISTENER = 1, TAG_HEIR, TAG_PROC };
+enum { TAG_LISTENER = 1, TAG_PARTNER, TAG_PROC, TAG_WATCH, TAG_PROGRAM };
 #define TAG(kind, i) (((uint64_t)(kind) << 32) | (uint32_t)(i))
 
 enum state { FREE, GO, PASS };
@@ -56,15 +61,27 @@ struct instance {
 	int fd;  /* the number in the target, -1 when unused */
 	int dup; /* our duplicate of its epoll file (pidfd_getfd) */
 	int tfd; /* our timerfd, an item of that instance */
+	int64_t armed; /* the deadline it was last armed at */
+	int again;     /* armed again at that deadline once it was past */
+};
+
+/* What tells an exec the pid hides: the executable file (a PIE or not, the
+ * same program rebuilt in place), and the new image's start of code and of
+ * stack (/proc/PID/stat 26 and 28: the stack moves with each exec under
+ * ASLR, and the code of a PIE). Two non-PIE programs share their start of
+ * code, 0x401000 for Go: the start of code alone misses that exec. */
+struct image_id {
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+	uint64_t startcode, startstack, starttime;
 };
 
 struct proc {
 	enum state state;
 	pid_t tgid;
 	int pidfd, taskdir;
-	dev_t dev;
-	ino_t ino;
-	uint64_t startcode;
+	struct image_id id;
 	int64_t checked_ns;
 	unsigned retries; /* identifications left to retry at once (see identify) */
 	struct ef_go_image img;
@@ -76,8 +93,17 @@ struct proc {
 
 static struct proc procs[MAX_PROCS];
 static struct ef_go_shared *shared;
-static int listener = -1, loop = -1, heir_pidfd = -1;
+static int listener = -1, loop = -1;
 static pid_t self;
+/* The pair: this answerer's slot in the shared page (the other's is 1 -
+ * mine), the other's pidfd, and the pair's two watch timers, one a slot:
+ * armed HOLD_NS ahead by the slot's owner when it takes a notification,
+ * disarmed when it answers, watched by the other. Shared across the fork,
+ * so the other sees the timer its partner arms. */
+static int mine, partner = -1, watch[2] = { -1, -1 }, program_fd = -1;
+static int heir; /* 1 in the heir, 0 in the supervisor */
+static pid_t partner_pid;
+static const char *stats;
 
 static void count(enum ef_go_counter c)
 {
@@ -91,12 +117,29 @@ static int64_t now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static void answer(uint64_t id)
+static void send_continue(uint64_t id)
 {
 	struct ef_notif_resp r = { .id = id, .flags = EF_NOTIF_FLAG_CONTINUE };
-	/* ENOENT: the call is gone (a signal, an exit); nothing to answer. */
+	/* ENOENT: the call is gone (a signal, an exit), or the other answerer
+	 * answered it already; nothing to answer. */
 	while (ioctl(listener, EF_NOTIF_SEND, &r) != 0 && errno == EINTR)
 		;
+}
+
+static void set_watch(int slot, int64_t at_ns)
+{
+	struct itimerspec at = { .it_value = { .tv_sec = at_ns / 1000000000, .tv_nsec = at_ns % 1000000000 } };
+	if (watch[slot] >= 0)
+		timerfd_settime(watch[slot], TFD_TIMER_ABSTIME, &at, NULL);
+}
+
+/* Answers the notification this answerer took, and says so in its slot. */
+static void answer(uint64_t id)
+{
+	send_continue(id);
+	uint64_t held = id;
+	if (atomic_compare_exchange_strong(&shared->slot[mine].id, &held, 0))
+		set_watch(mine, 0);
 }
 
 /* ---- Processes ------------------------------------------------------------- */
@@ -125,34 +168,72 @@ static void forget(struct proc *p)
 	p->pidfd = p->taskdir = -1;
 }
 
-/* Field 26 of /proc/PID/stat, startcode: it moves with each exec of a PIE
- * (and of another program), so it tells an exec the pid hides. */
-static uint64_t startcode_of(pid_t pid)
+/* Fields 22 (starttime), 26 (startcode) and 28 (startstack) of
+ * /proc/PID/stat, and the executable's identity: what image_id compares. */
+static void image_id_of(pid_t pid, struct image_id *id)
 {
-	char buf[1024];
+	char buf[1024], path[64];
+	struct stat st;
+	memset(id, 0, sizeof(*id));
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) == 0) {
+		id->dev = st.st_dev;
+		id->ino = st.st_ino;
+		id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	}
 	if (ef_proc_read(pid, "stat", buf, sizeof(buf)) <= 0)
-		return 0;
+		return;
 	char *p = strrchr(buf, ')'); /* comm may hold anything but ends there */
 	if (!p)
-		return 0;
+		return;
 	int field = 2;
-	for (; *p && field < 26; p++)
-		if (*p == ' ')
+	for (; *p && field < 28; p++)
+		if (*p == ' ') {
 			field++;
-	return field == 26 ? strtoull(p, NULL, 10) : 0;
+			if (field == 22)
+				id->starttime = strtoull(p + 1, NULL, 10);
+			else if (field == 26)
+				id->startcode = strtoull(p + 1, NULL, 10);
+			else if (field == 28)
+				id->startstack = strtoull(p + 1, NULL, 10);
+		}
+}
+
+static int same_image(const struct image_id *a, const struct image_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
+	       a->startcode == b->startcode && a->startstack == b->startstack;
+}
+
+/* 1 the first time any answerer of the pair finds this process (its pid and
+ * start time, the executable) in this state: the counts of processes are
+ * of processes, not of answerers. A full table counts again. */
+static int first_seen(const struct proc *p)
+{
+	uint64_t key = (uint64_t)p->tgid * 0x9e3779b97f4a7c15ULL ^ p->id.starttime * 0xbf58476d1ce4e5b9ULL ^
+		       (uint64_t)p->id.ino * 0x94d049bb133111ebULL ^ (uint64_t)p->state;
+	key |= 1; /* 0 marks a free entry */
+	for (unsigned i = 0, at = (unsigned)(key >> 40) % EF_GO_SEEN; i < EF_GO_SEEN; i++) {
+		uint64_t want = 0;
+		_Atomic uint64_t *e = &shared->seen[(at + i) % EF_GO_SEEN];
+		if (atomic_compare_exchange_strong(e, &want, key))
+			return 1;
+		if (want == key)
+			return 0;
+	}
+	return 1;
 }
 
 /* The load bias of a PIE (goimage.h). */
 static int bias_of(struct proc *p)
 {
-	return ef_go_load_bias(p->tgid, (uint64_t)p->ino, &p->img, &p->bias);
+	return ef_go_load_bias(p->tgid, (uint64_t)p->id.ino, &p->img, &p->bias);
 }
 
 /* Reads what the process runs now: GO with the addresses to read, or PASS. */
 static void identify(struct proc *p)
 {
 	char path[64];
-	struct stat st;
 	enum state was = p->state;
 	int go = 0;
 
@@ -160,15 +241,11 @@ static void identify(struct proc *p)
 		drop_instance(&p->inst[i]);
 	p->state = PASS;
 	p->checked_ns = now_ns();
-	p->startcode = startcode_of(p->tgid);
+	image_id_of(p->tgid, &p->id);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->tgid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		p->dev = st.st_dev;
-		p->ino = st.st_ino;
-		if (ef_go_image_read(fd, &p->img) == EF_GO_OK)
-			p->state = GO, go = 1;
-	}
+	if (fd >= 0 && ef_go_image_read(fd, &p->img) == EF_GO_OK)
+		p->state = GO, go = 1;
 	if (fd >= 0)
 		close(fd);
 	p->bias = 0;
@@ -177,11 +254,11 @@ static void identify(struct proc *p)
 	/* Read in the middle of an exec (the new executable, its segments not
 	 * all mapped yet) or of a failed open: not a verdict. Asked again at the
 	 * next call, a few times, before the 100 ms rhythm of a passed process. */
-	if (p->state == PASS && (fd < 0 || go || !p->startcode) && p->retries > 0)
+	if (p->state == PASS && (fd < 0 || go || !p->id.startcode) && p->retries > 0)
 		p->retries--, p->checked_ns = 0;
 	else if (p->state == GO)
 		p->retries = MAX_RETRIES;
-	if (p->state != was)
+	if (p->state != was && first_seen(p))
 		count(p->state == GO ? EF_GC_PROCS_GO : EF_GC_PROCS_PASS);
 }
 
@@ -265,7 +342,8 @@ static struct proc *process_of(pid_t tid)
 
 /* 1 when the epoll file has an item registered EPOLLIN with data tag: the
  * runtime's own wake-up (fdinfo: "tfd: N events: E data: D ..."; epoll_ctl
- * adds EPOLLERR and EPOLLHUP to every item's events). */
+ * adds EPOLLERR and EPOLLHUP to every item's events); 0 when it has none;
+ * -1 when its fdinfo cannot be opened (no fd left). */
 static int has_tag(int dup, uint64_t tag)
 {
 	char path[64], buf[4096];
@@ -274,7 +352,7 @@ static int has_tag(int dup, uint64_t tag)
 	size_t have = 0;
 	ssize_t n;
 	if (fd < 0)
-		return 0;
+		return -1;
 	/* One line per item, thousands for a busy server: read line by line. */
 	while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
 		have += (size_t)n;
@@ -322,15 +400,21 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 	uint64_t tag = p->img.wake + p->bias;
 	int dup = (int)syscall(SYS_pidfd_getfd, p->pidfd, fd, 0);
 	if (dup < 0) {
-		*why = EF_GC_UNREADABLE;
+		*why = errno == EMFILE || errno == ENFILE ? EF_GC_NO_FD : EF_GC_UNREADABLE;
 		return NULL;
 	}
-	if (!has_tag(dup, tag)) {
+	int tagged = has_tag(dup, tag);
+	if (tagged != 1) {
 		close(dup);
-		*why = EF_GC_NO_TAG;
+		*why = tagged < 0 ? EF_GC_NO_FD : EF_GC_NO_TAG;
 		return NULL;
 	}
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (tfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		close(dup);
+		*why = EF_GC_NO_FD;
+		return NULL;
+	}
 	/* Edge-triggered: each expiry is one event, reported exactly EPOLLIN,
 	 * as the runtime requires of its wake-up; never read, re-armed. */
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = tag };
@@ -341,7 +425,7 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 		*why = EF_GC_UNREADABLE;
 		return NULL;
 	}
-	*freei = (struct instance){ .fd = fd, .dup = dup, .tfd = tfd };
+	*freei = (struct instance){ .fd = fd, .dup = dup, .tfd = tfd, .armed = -1 };
 	count(EF_GC_INSTANCES);
 	return freei;
 }
@@ -358,6 +442,14 @@ static int read_runtime(const struct proc *p, int32_t *epfd, int64_t sched[2])
 	return process_vm_readv(p->tgid, local, 2, remote, 2, 0) == want ? 0 : -1;
 }
 
+/* 1 when the process runs another image than the one read (an exec). */
+static int execd(const struct proc *p)
+{
+	struct image_id now;
+	image_id_of(p->tgid, &now);
+	return !same_image(&now, &p->id);
+}
+
 static void handle(const struct ef_notif *n)
 {
 	count(EF_GC_NOTIFIED);
@@ -370,11 +462,7 @@ static void handle(const struct ef_notif *n)
 	if (p->state == PASS && !p->checked_ns) {
 		identify(p); /* a retry (identify) */
 	} else if (p->state == PASS && now_ns() - p->checked_ns > RECHECK_NS) {
-		struct stat st;
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->tgid);
-		if (stat(path, &st) != 0 || st.st_dev != p->dev || st.st_ino != p->ino ||
-		    startcode_of(p->tgid) != p->startcode)
+		if (execd(p))
 			identify(p);
 		else
 			p->checked_ns = now_ns();
@@ -388,7 +476,7 @@ static void handle(const struct ef_notif *n)
 	int64_t sched[2];
 	int fd = (int)(int32_t)n->data.args[0];
 	int ok = read_runtime(p, &epfd, sched) == 0 && epfd == fd;
-	if (!ok && startcode_of(p->tgid) != p->startcode) { /* an exec: read it anew */
+	if (!ok && execd(p)) { /* an exec: read it anew */
 		identify(p);
 		ok = p->state == GO && read_runtime(p, &epfd, sched) == 0 && epfd == fd;
 	}
@@ -406,27 +494,38 @@ static void handle(const struct ef_notif *n)
 	uint64_t id = n->id;
 	if (ioctl(listener, EF_NOTIF_ID_VALID, &id) != 0) {
 		count(EF_GC_GONE);
+		answer(n->id); /* only clears the slot: the call is gone */
 		return;
 	}
 	enum ef_go_counter why = EF_GC_UNREADABLE;
 	struct instance *in = instance_of(p, fd, &why);
-	if (in) {
+	/* The call runs from here; the timer armed just after still ends its
+	 * wait at the deadline (one already past fires at once), and a wait
+	 * that ended otherwise meanwhile only finds a break it expects. */
+	answer(n->id);
+	if (!in) {
+		count(why);
+	} else if (sched[1] == in->armed && (sched[1] > now_ns() || in->again)) {
+		/* Armed already and still pending; or past, armed again once
+		 * already (its event may have been taken by a wait of the
+		 * runtime's that was not trapped), and read once more, which a
+		 * runtime that runs its timers would not show: a stale read (a
+		 * wrong .symtab) must not spin the program on a timer past. */
+		count(sched[1] > now_ns() ? EF_GC_ARMED : EF_GC_STALE);
+	} else {
+		in->again = sched[1] == in->armed;
 		struct itimerspec at = { .it_value = { .tv_sec = sched[1] / 1000000000,
 						       .tv_nsec = sched[1] % 1000000000 } };
-		/* Already past: it fires at once, so never later than without. */
 		if (timerfd_settime(in->tfd, TFD_TIMER_ABSTIME, &at, NULL) == 0)
-			count(EF_GC_ARMED);
+			count(EF_GC_ARMED), in->armed = sched[1];
 		else
 			count(EF_GC_UNREADABLE);
-	} else {
-		count(why);
 	}
-	answer(n->id);
 }
 
 /* ---- The loop, the heir, the report --------------------------------------------- */
 
-static void write_report(const char *stats)
+static void write_report(void)
 {
 	if (!stats || !*stats || atomic_exchange(&shared->reported, 1))
 		return;
@@ -435,14 +534,23 @@ static void write_report(const char *stats)
 	uint64_t counts[EF_GC_COUNT];
 	for (int i = 0; i < EF_GC_COUNT; i++)
 		counts[i] = atomic_load(&shared->count[i]);
-	ef_go_report((long)getpid(), shared->program, counts, &b);
-	/* What the supervisor itself cost (the benchmark's figure). */
+	ef_go_report((long)atomic_load(&shared->supervisor), shared->program, counts, &b);
+	/* What the pair cost (the benchmark's figure): this one's, and its
+	 * partner's, still running, from /proc. */
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru) == 0 && b.len > 0) {
+		long switches = ru.ru_nvcsw;
+		long long cpu_us = (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+				   ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+		char buf[2048];
+		const char *v;
+		if (partner_pid > 0 && ef_proc_read(partner_pid, "status", buf, sizeof(buf)) > 0 &&
+		    (v = strstr(buf, "\nvoluntary_ctxt_switches:")))
+			switches += strtol(v + sizeof("\nvoluntary_ctxt_switches:") - 1, NULL, 10);
+		if (partner_pid > 0 && ef_proc_read(partner_pid, "schedstat", buf, sizeof(buf)) > 0)
+			cpu_us += strtoll(buf, NULL, 10) / 1000; /* ns on a CPU */
 		b.len--; /* its newline */
-		ef_fmt(&b, "; supervisor: %ld voluntary switches, %ld us CPU\n", ru.ru_nvcsw,
-		       (long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-			       ru.ru_stime.tv_usec);
+		ef_fmt(&b, "; supervisor and heir: %ld voluntary switches, %lld us CPU\n", switches, cpu_us);
 	}
 	int fd = 2;
 	if (strcmp(stats, "1") != 0) {
@@ -462,42 +570,139 @@ static void write_report(const char *stats)
 	}
 }
 
-static void spawn_heir(const char *stats);
+/* The program (the pid epollfix started) has exited: a report to stderr is
+ * written now, with the counts so far, and stderr let go of. A shell's
+ * `$(epollfix PROGRAM 2>&1)` waits for every writer of its pipe: the pair
+ * outlives the program as long as a process it started (a daemon) runs
+ * under the filter, and must not hold the caller's pipe that long. */
+static void program_exited(void)
+{
+	if (stats && strcmp(stats, "1") == 0)
+		write_report();
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 2);
+		close(null);
+	}
+	epoll_ctl(loop, EPOLL_CTL_DEL, program_fd, NULL);
+	close(program_fd);
+	program_fd = -1;
+}
 
-__attribute__((noreturn)) static void serve(const char *stats)
+/* The other answerer's notification, held since before HOLD_NS ago (or
+ * held at its death): answered CONTINUE here. Its own late answer then
+ * fails with ENOENT, and its timer armed late only adds a break. */
+static void rescue(int slot, int dead)
+{
+	uint64_t id = atomic_load(&shared->slot[slot].id);
+	if (!id || (!dead && now_ns() - atomic_load(&shared->slot[slot].taken_ns) < HOLD_NS - HOLD_NS / 8))
+		return;
+	if (ioctl(listener, EF_NOTIF_ID_VALID, &id) == 0) {
+		send_continue(id);
+		count(EF_GC_RESCUED);
+	}
+	if (dead)
+		atomic_store(&shared->slot[slot].id, 0);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig; /* only ends a RECV that lost its notification to the other */
+}
+
+/* Takes one notification and answers it. Both answerers wait on the
+ * listener; the one woken may find the notification taken by the other,
+ * and RECV would then block until the next one, deaf to its partner: an
+ * interval timer ends it (EINTR). */
+static void take(void)
+{
+	struct ef_notif note;
+	struct itimerval stop = { { 0, 0 }, { 0, 0 } }, soon = { { 0, 0 }, { 0, HOLD_NS / 1000 } };
+	struct pollfd q = { listener, POLLIN, 0 };
+	if (poll(&q, 1, 0) != 1 || !(q.revents & POLLIN))
+		return; /* the other took it */
+	memset(&note, 0, sizeof(note));
+	setitimer(ITIMER_REAL, &soon, NULL);
+	int r = ioctl(listener, EF_NOTIF_RECV, &note);
+	setitimer(ITIMER_REAL, &stop, NULL);
+	if (r != 0)
+		return; /* EINTR: none left; ENOENT: withdrawn by a signal */
+	int64_t t = now_ns();
+	atomic_store(&shared->slot[mine].taken_ns, t);
+	atomic_store(&shared->slot[mine].id, note.id);
+	set_watch(mine, t + HOLD_NS);
+	handle(&note);
+}
+
+static void watch_partner(pid_t pid);
+
+/* The listener's hang-up (5.8): no task uses the filter any more. */
+static int hung_up(void)
+{
+	struct pollfd q = { listener, 0, 0 };
+	return poll(&q, 1, 0) > 0 && (q.revents & POLLHUP);
+}
+
+/* The other answerer is gone: its notification answered, the supervisor's
+ * role taken if it was the supervisor, and a new heir made. */
+static void partner_died(void)
+{
+	epoll_ctl(loop, EPOLL_CTL_DEL, partner, NULL);
+	close(partner);
+	partner = -1;
+	partner_pid = 0;
+	rescue(1 - mine, 1);
+	if (hung_up()) {
+		write_report();
+		_exit(0);
+	}
+	if (heir) {
+		heir = 0;
+		prctl(PR_SET_NAME, EF_GO_COMM, 0, 0, 0);
+		atomic_store(&shared->supervisor, (int)self);
+		count(EF_GC_TAKEOVERS);
+	}
+	watch_partner(0);
+}
+
+__attribute__((noreturn)) static void serve(void)
 {
 	self = getpid();
-	atomic_store(&shared->supervisor, (int)self);
-	prctl(PR_SET_NAME, EF_GO_COMM, 0, 0, 0); /* for ps, status and tests */
-	for (int i = 0; i < MAX_PROCS; i++)
-		forget(&procs[i]);
+	prctl(PR_SET_NAME, heir ? "epollfix-goheir" : EF_GO_COMM, 0, 0, 0); /* for ps, status, tests */
+	if (!heir)
+		atomic_store(&shared->supervisor, (int)self);
+	struct sigaction quiet = { .sa_handler = on_alarm }; /* no SA_RESTART: RECV ends */
+	sigaction(SIGALRM, &quiet, NULL);
 	loop = epoll_create1(EPOLL_CLOEXEC);
+	/* Not EPOLLEXCLUSIVE: that wakes one answerer, and one woken but
+	 * not yet run (starved, or stopped on its way out of epoll_wait)
+	 * would hold the notification with no one the wiser. Both are woken;
+	 * the first to run takes it. */
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_LISTENER, 0) };
 	if (loop < 0 || epoll_ctl(loop, EPOLL_CTL_ADD, listener, &ev) != 0)
-		_exit(1); /* the heir takes over */
-	spawn_heir(stats);
+		_exit(1); /* the other answers alone, and makes a new partner */
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = TAG(TAG_PROGRAM, 0) };
+	if (program_fd >= 0)
+		epoll_ctl(loop, EPOLL_CTL_ADD, program_fd, &ev);
+	watch_partner(heir ? getppid() : 0);
 	for (;;) {
 		struct epoll_event evs[16];
 		int n = epoll_wait(loop, evs, 16, -1);
 		for (int i = 0; i < n; i++) {
 			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32), at = (uint32_t)evs[i].data.u64;
 			if (kind == TAG_LISTENER && (evs[i].events & EPOLLIN)) {
-				struct ef_notif note;
-				memset(&note, 0, sizeof(note));
-				if (ioctl(listener, EF_NOTIF_RECV, &note) != 0)
-					continue; /* ENOENT: withdrawn by a signal */
-				atomic_store(&shared->pending, note.id);
-				handle(&note);
-				atomic_store(&shared->pending, 0);
+				take();
 			} else if (kind == TAG_LISTENER) {
-				/* EPOLLHUP: no task uses the filter any more (5.8). */
-				write_report(stats);
+				write_report();
 				_exit(0);
-			} else if (kind == TAG_HEIR) {
-				epoll_ctl(loop, EPOLL_CTL_DEL, heir_pidfd, NULL);
-				close(heir_pidfd);
-				heir_pidfd = -1;
-				spawn_heir(stats);
+			} else if (kind == TAG_PARTNER) {
+				partner_died();
+			} else if (kind == TAG_WATCH) {
+				uint64_t fired;
+				if (read(watch[1 - mine], &fired, sizeof(fired)) > 0)
+					rescue(1 - mine, 0);
+			} else if (kind == TAG_PROGRAM) {
+				program_exited();
 			} else if (kind == TAG_PROC && at < MAX_PROCS) {
 				forget(&procs[at]);
 			}
@@ -505,73 +710,68 @@ __attribute__((noreturn)) static void serve(const char *stats)
 	}
 }
 
-/* The heir: holds the listener too and waits for the supervisor to die.
- * Then it answers the call the supervisor had taken and not answered (the
- * thread would wait in it for ever), and becomes the supervisor. */
-__attribute__((noreturn)) static void be_heir(pid_t parent, const char *stats)
+/* Watches the other answerer: pid, the parent that made this heir; 0, a
+ * new heir made here. The pair's watch timers are made anew each time. */
+static void watch_partner(pid_t pid)
 {
-	prctl(PR_SET_NAME, "epollfix-goheir", 0, 0, 0);
-	int sup = (int)syscall(SYS_pidfd_open, parent, 0);
-	if (sup >= 0 && getppid() != parent) { /* it died before we looked */
-		close(sup);
-		sup = -1;
-	}
-	if (sup >= 0) {
-		for (;;) {
-			/* The listener with no events asked: only its hang-up wakes us. */
-			struct pollfd q[2] = { { sup, POLLIN, 0 }, { listener, 0, 0 } };
-			if (poll(q, 2, -1) < 0)
-				continue;
-			if (q[1].revents & POLLHUP)
-				_exit(0);
-			if (q[0].revents) {
-				/* Ended at the hang-up: nothing is left to take over. */
-				q[1].revents = 0;
-				if (poll(&q[1], 1, 0) > 0 && (q[1].revents & POLLHUP))
-					_exit(0);
-				break;
-			}
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_WATCH, 0) };
+	if (pid) {
+		partner = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (partner >= 0 && getppid() != pid) { /* it died before we looked */
+			close(partner);
+			partner = -1;
 		}
-		close(sup);
-	}
-	uint64_t id = atomic_exchange(&shared->pending, 0);
-	if (id && ioctl(listener, EF_NOTIF_ID_VALID, &id) == 0)
-		answer(id);
-	count(EF_GC_TAKEOVERS);
-	serve(stats);
-}
-
-static void spawn_heir(const char *stats)
-{
-	pid_t parent = getpid();
-	pid_t heir = fork();
-	if (heir == 0) {
-		close(loop);
-		for (int i = 0; i < MAX_PROCS; i++)
-			if (procs[i].state != FREE) {
-				for (int k = 0; k < MAX_INSTANCES; k++)
-					if (procs[i].inst[k].fd >= 0) {
-						close(procs[i].inst[k].tfd);
-						close(procs[i].inst[k].dup);
-						procs[i].inst[k].fd = -1;
-					}
-				close(procs[i].pidfd);
-				close(procs[i].taskdir);
-				memset(&procs[i], 0, sizeof(procs[i]));
-				procs[i].pidfd = procs[i].taskdir = -1;
+		if (partner < 0) { /* its slot, and the supervisor's role, are ours */
+			partner_died();
+			return;
+		}
+	} else {
+		for (int k = 0; k < 2; k++) {
+			if (watch[k] >= 0) {
+				epoll_ctl(loop, EPOLL_CTL_DEL, watch[k], NULL);
+				close(watch[k]);
 			}
-		be_heir(parent, stats);
+			watch[k] = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		}
+		pid_t child = fork();
+		if (child == 0) {
+			/* Out of this one's session too: one kill -STOP of a
+			 * session or group stops one answerer, not both. */
+			setsid();
+			close(loop);
+			for (int i = 0; i < MAX_PROCS; i++)
+				if (procs[i].state != FREE) {
+					for (int k = 0; k < MAX_INSTANCES; k++)
+						if (procs[i].inst[k].fd >= 0) {
+							close(procs[i].inst[k].tfd);
+							close(procs[i].inst[k].dup);
+							procs[i].inst[k].fd = -1;
+						}
+					close(procs[i].pidfd);
+					close(procs[i].taskdir);
+					memset(&procs[i], 0, sizeof(procs[i]));
+					procs[i].pidfd = procs[i].taskdir = -1;
+				}
+			heir = 1;
+			mine = 1 - mine;
+			serve();
+		}
+		if (child < 0)
+			return; /* none for now; tried again at the next process exit */
+		partner = (int)syscall(SYS_pidfd_open, child, 0);
+		pid = child;
 	}
-	if (heir < 0)
-		return; /* none for now; tried again at the next process exit */
-	heir_pidfd = (int)syscall(SYS_pidfd_open, heir, 0);
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_HEIR, 0) };
-	if (heir_pidfd >= 0)
-		epoll_ctl(loop, EPOLL_CTL_ADD, heir_pidfd, &ev);
+	partner_pid = partner >= 0 ? pid : 0;
+	struct epoll_event pev = { .events = EPOLLIN, .data.u64 = TAG(TAG_PARTNER, 0) };
+	if (partner >= 0)
+		epoll_ctl(loop, EPOLL_CTL_ADD, partner, &pev);
+	if (watch[1 - mine] >= 0)
+		epoll_ctl(loop, EPOLL_CTL_ADD, watch[1 - mine], &ev);
 }
 
-void ef_go_supervise(int sock, const char *stats, int program)
+void ef_go_supervise(int sock, const char *stats_to, int program)
 {
+	stats = stats_to;
 	listener = ef_recv_fd(sock);
 	if (listener < 0)
 		_exit(0); /* the launcher gave up before the filter: nothing to serve */
@@ -586,17 +786,21 @@ void ef_go_supervise(int sock, const char *stats, int program)
 		_exit(1); /* no ack: the launcher says so and stops */
 	memcpy(shared->magic, EF_GO_SHARED_MAGIC, sizeof(shared->magic));
 	shared->program = program;
+	/* Its exit lets go of stderr (program_exited); still there: it waits
+	 * for the ack. */
+	program_fd = (int)syscall(SYS_pidfd_open, program, 0);
 	/* The thread's CPU wakes the supervisor at once (6.6); EINVAL before. */
 	ioctl(listener, EF_NOTIF_SET_FLAGS, EF_NOTIF_FD_SYNC_WAKE_UP);
 	for (int i = 0; i < MAX_PROCS; i++)
 		procs[i].pidfd = procs[i].taskdir = -1;
 	/* The ack, and who we are: under Yama's ptrace_scope 1 the program
-	 * names us its ptracer (process_vm_readv and pidfd_getfd need it). */
+	 * names us its ptracer (process_vm_readv and pidfd_getfd need it; our
+	 * descendants, the heir, are allowed too). */
 	char ack[1 + sizeof(int)] = { 'A' };
 	int me = (int)getpid();
 	memcpy(ack + 1, &me, sizeof(me));
 	while (write(sock, ack, sizeof(ack)) < 0 && errno == EINTR)
 		;
 	close(sock);
-	serve(stats);
+	serve();
 }
