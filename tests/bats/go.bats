@@ -515,3 +515,33 @@ stopped_answerer() {
 	[ "$t" -ge 270 ] || fail "$(cat "$report")"
 	[ "$(counter other_fd)" -le 5 ] || fail "$(cat "$report")"
 }
+
+@test "without CAP_SYS_ADMIN: --check and the launch say that no_new_privs strips a setuid helper of its privileges" {
+	command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
+	local p=$(prog local static sleeps)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$p" -a -x "$cmd" ||
+		skip "nobody cannot run $p (a directory on its path is not traversable)"
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$cmd" --check "$p"
+	assert_line --regexp ": supervised \(.*\); no_new_privs \(no CAP_SYS_ADMIN\): setuid, setgid and file-capability programs it runs get no privileges"
+	run --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups "$cmd" "$p" 100us 20
+	assert_success
+	[ "$stderr" = "epollfix: Go supervision sets no_new_privs (no CAP_SYS_ADMIN): setuid, setgid and file-capability programs it runs get no privileges (sudo, ping...; run it with --go=off for them)" ] ||
+		fail "$stderr"
+	# With it (root here), neither: nothing is taken from the program.
+	run "$cmd" --check "$p"
+	refute_output --partial "no_new_privs"
+}
+
+@test "a build with GOEXPERIMENT: its whole version read, its release called unknown, not supervised" {
+	local bin=$EPOLLFIX_BUILD/go/local/experiment/sleeps
+	if [ ! -x "$bin" ]; then
+		command -v /usr/local/go/bin/go >/dev/null || skip "no go"
+		mkdir -p "$(dirname "$bin")"
+		(cd "$PROGS_SRC/go" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 \
+			GOEXPERIMENT=nodwarf5 /usr/local/go/bin/go build -o "$bin" ./sleeps) || skip "go build failed"
+	fi
+	run "$cmd" --check "$bin"
+	assert_line --regexp "is a Go program \(go1\.[0-9.]+-X:nodwarf5\): runtime layout unknown for this release: its own timers stay at whole milliseconds$"
+	run --separate-stderr "$cmd" "$bin" 100us 20
+	assert_success
+}

@@ -101,6 +101,28 @@ static const char *kernel_lacks(void)
 	return NULL;
 }
 
+/* 1 when the filter will need no_new_privs (no CAP_SYS_ADMIN) and it is not
+ * set yet: setuid, setgid and file-capability programs the program runs
+ * will then run without their privileges. */
+static int adds_no_new_privs(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+		return 0;
+	buf[n] = '\0';
+	const char *eff = strstr(buf, "\nCapEff:");
+	unsigned long long caps = eff ? strtoull(eff + 8, NULL, 16) : 0;
+	return !(caps & (1ULL << 21)); /* CAP_SYS_ADMIN */
+}
+
+#define NO_NEW_PRIVS_TEXT                                                                          \
+	"no_new_privs (no CAP_SYS_ADMIN): setuid, setgid and file-capability programs it runs get "  \
+	"no privileges (sudo, ping...; run it with --go=off for them)"
+
 int ef_go_plan(const char *path, struct ef_buf *out)
 {
 	struct ef_go_image img;
@@ -131,8 +153,8 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 		       ef_go_image_says(&img, why), lacks);
 		return 0;
 	}
-	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)\n",
-	       ef_go_image_says(&img, why));
+	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)%s\n",
+	       ef_go_image_says(&img, why), adds_no_new_privs() ? "; " NO_NEW_PRIVS_TEXT : "");
 	return 1;
 }
 
@@ -239,6 +261,9 @@ int ef_go_launch(const char *stats)
 	long listener = syscall(SYS_seccomp, EF_SECCOMP_SET_MODE_FILTER,
 				EF_SECCOMP_FLAG_NEW_LISTENER, ef_go_filter());
 	if (listener < 0 && errno == EACCES) {
+		const char *log = getenv("EPOLLFIX_LOG");
+		if (adds_no_new_privs() && !(log && strcmp(log, "quiet") == 0))
+			fprintf(stderr, "epollfix: Go supervision sets %s\n", NO_NEW_PRIVS_TEXT);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
 			fprintf(stderr, "epollfix: Go supervision off: no_new_privs: %s\n", strerror(errno));
 			close(sv[0]); /* the supervisor reads EOF and leaves */
