@@ -35,6 +35,7 @@ counter() {
 	passed_procs) sed -n 's/.* \([0-9]*\) passed through).*/\1/p' <<<"$line" ;;
 	takeovers) sed -n 's/.* \([0-9]*\) takeovers.*/\1/p' <<<"$line" ;;
 	no_tag) sed -n 's/.* \([0-9]*\) no tag.*/\1/p' <<<"$line" ;;
+	replaced) sed -n 's/.* \([0-9]*\) stopped and replaced.*/\1/p' <<<"$line" ;;
 	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
 	instances) sed -n 's/.* \([0-9]*\) epoll instances.*/\1/p' <<<"$line" ;;
@@ -451,8 +452,9 @@ median_late_us() {
 	grep -q "^Seccomp:.*2" "/proc/$pid/status" || fail "the daemon is not under the filter"
 }
 
-# stopped_answerer WHO: 3000 sleeps of 200 us; WHO (sup, heir) is stopped
-# (SIGSTOP) after 0.3 s and continued only once the program has ended.
+# stopped_answerer WHO [kill]: 3000 sleeps of 200 us; WHO (sup, heir) is
+# stopped (SIGSTOP) after 0.3 s and continued only once the program has
+# ended; with kill, the supervisor is killed -9 0.3 s after the heir stopped.
 stopped_answerer() {
 	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late
 	"$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
@@ -464,25 +466,40 @@ stopped_answerer() {
 	victim=$([ "$1" = sup ] && echo "$sup" || heir_of "$sup")
 	[ -n "$victim" ] || fail "no $1"
 	kill -STOP "$victim"
+	if [ "${2:-}" = kill ]; then
+		sleep 0.3
+		kill -9 "$sup"
+	fi
 	# Without the other answerer the program stalls until SIGCONT: it
 	# must end on its own, within a generous bound (about 1 s alone).
 	for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -0 "$pid" 2>/dev/null && { kill -CONT "$victim"; fail "still running 30 s after the $1 was stopped"; }
-	kill -CONT "$victim"
+	# (A stopped answerer is killed and replaced: SIGCONT may find none.)
+	kill -0 "$pid" 2>/dev/null && { kill -CONT "$victim" 2>/dev/null; fail "still running 30 s after the $1 was stopped"; }
+	kill -CONT "$victim" 2>/dev/null || true
 	wait "$pid" || fail "exit status $?"
 	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"
 	# The sleeps after the stop kept their precision: median well under
 	# the 1 ms of a wait no one answers.
 	[ "$(median_late_us "$(tail -n +1000 "$out")")" -lt 600 ] ||
 		fail "median $(median_late_us "$(tail -n +1000 "$out")")us late"
+	# The stopped one was found, killed and replaced (a supervisor by its
+	# heir: a takeover).
+	wait_report
+	[ "$(counter replaced)" -eq 1 ] || fail "$(cat "$report")"
+	[ "$(counter takeovers)" -eq "$([ "$1" = sup ] || [ "${2:-}" = kill ] && echo 1 || echo 0)" ] ||
+		fail "$(cat "$report")"
 }
 
-@test "kill -STOP of the supervisor: its heir answers, the program's sub-ms sleeps go on" {
+@test "kill -STOP of the supervisor: its heir answers, replaces it, and the program's sub-ms sleeps go on" {
 	stopped_answerer sup
 }
 
-@test "kill -STOP of the heir: the supervisor answers alone" {
+@test "kill -STOP of the heir: the supervisor answers, and replaces it" {
 	stopped_answerer heir
+}
+
+@test "kill -STOP of the heir, then kill -9 of the supervisor: the heir that replaced the stopped one takes over" {
+	stopped_answerer heir kill
 }
 
 @test "kill -STOP of the supervisor under a loopback HTTP load: every request served, exit 0" {
@@ -494,7 +511,7 @@ stopped_answerer() {
 	[ -n "$sup" ] || fail "no supervisor"
 	kill -STOP "$sup"
 	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -CONT "$sup"
+	kill -CONT "$sup" 2>/dev/null || true
 	local rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$BATS_TEST_TMPDIR/out")"

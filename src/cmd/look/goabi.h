@@ -81,6 +81,7 @@ enum ef_go_counter {
 	EF_GC_NO_FD,       /* no fd left to read the instance with (EMFILE, ENFILE) */
 	EF_GC_STALE,       /* the deadline read was one already armed and past: never armed twice */
 	EF_GC_RESCUED,     /* notifications the other answerer held too long, answered for it */
+	EF_GC_REPLACED,    /* answerers found stopped (SIGSTOP), killed and replaced */
 	EF_GC_COUNT
 };
 
@@ -98,6 +99,7 @@ struct ef_go_slot {
 struct ef_go_shared {
 	char magic[16];
 	struct ef_go_slot slot[2]; /* one per answerer: the supervisor and its heir */
+	_Atomic int64_t awake_ns[2]; /* when each answerer last woke (CLOCK_MONOTONIC) */
 	_Atomic int supervisor;    /* the pid of the supervisor now */
 	_Atomic int reported;      /* the report is written once, by whoever ends */
 	int program;               /* the pid of the program epollfix started */

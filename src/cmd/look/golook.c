@@ -19,11 +19,11 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
 		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag, %" PRIu64
 		  " no fd, %" PRIu64 " stale deadline; %" PRIu64 " epoll instances; %" PRIu64
-		  " takeovers; %" PRIu64 " answered for the other\n",
+		  " takeovers; %" PRIu64 " answered for the other, %" PRIu64 " stopped and replaced\n",
 	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
 	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_NO_FD], c[EF_GC_STALE], c[EF_GC_INSTANCES],
-	       c[EF_GC_TAKEOVERS], c[EF_GC_RESCUED]);
+	       c[EF_GC_TAKEOVERS], c[EF_GC_RESCUED], c[EF_GC_REPLACED]);
 }
 
 /* The mapping of the supervisor's memfd, "/memfd:NAME (deleted)". */
@@ -108,6 +108,7 @@ static const struct {
 	{ EF_GC_TAKEOVERS, "epollfix_go_takeovers_total", NULL },
 	{ EF_GC_INSTANCES, "epollfix_go_epoll_instances_total", NULL },
 	{ EF_GC_RESCUED, "epollfix_go_rescued_total", NULL },
+	{ EF_GC_REPLACED, "epollfix_go_replaced_total", NULL },
 };
 static unsigned current;
 
@@ -137,6 +138,7 @@ void ef_golook_metrics(FILE *out, long pid)
 		{ "epollfix_go_takeovers_total", "Heirs that took over from a supervisor that died." },
 		{ "epollfix_go_epoll_instances_total", "Timers added to the runtimes' epoll instances (one per answerer, anew after an exec)." },
 		{ "epollfix_go_rescued_total", "Notifications one answerer held too long, answered CONTINUE by the other." },
+		{ "epollfix_go_replaced_total", "Answerers found stopped (SIGSTOP), killed and replaced by the other." },
 	};
 	/* No supervisor, no families: the library's metrics stay as they were. */
 	if (each(none, out) == 0)

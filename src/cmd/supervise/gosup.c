@@ -24,7 +24,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -51,8 +53,11 @@
  * the other: a stopped or starved answerer then costs a wait at most this
  * on top of the program's own 1 ms. Handling one takes some 40 us. */
 #define HOLD_NS (200 * 1000LL)
+/* An answerer that has not woken for this long while the other does (each
+ * notification wakes both) is looked at: stopped (SIGSTOP), it is replaced. */
+#define ASLEEP_NS (100 * 1000000LL)
 
-enum { TAG_LISTENER = 1, TAG_PARTNER, TAG_PROC, TAG_WATCH, TAG_PROGRAM };
+enum { TAG_LISTENER = 1, TAG_PARTNER, TAG_PROC, TAG_WATCH, TAG_PROGRAM, TAG_CHILD };
 #define TAG(kind, i) (((uint64_t)(kind) << 32) | (uint32_t)(i))
 
 enum state { FREE, GO, PASS };
@@ -102,6 +107,8 @@ static pid_t self;
  * so the other sees the timer its partner arms. */
 static int mine, partner = -1, watch[2] = { -1, -1 }, program_fd = -1;
 static int heir; /* 1 in the heir, 0 in the supervisor */
+static int child_fd = -1; /* signalfd of SIGCHLD: the heir, our child, stopped */
+static int64_t looked_ns; /* when the partner's state was last read */
 static pid_t partner_pid;
 static const char *stats;
 
@@ -651,6 +658,8 @@ static void partner_died(void)
 	close(partner);
 	partner = -1;
 	partner_pid = 0;
+	while (waitpid(-1, NULL, WNOHANG) > 0) /* an heir, our child, is a zombie */
+		;
 	rescue(1 - mine, 1);
 	if (hung_up()) {
 		write_report();
@@ -665,6 +674,45 @@ static void partner_died(void)
 	watch_partner(0);
 }
 
+/* A stopped answerer (SIGSTOP, a terminal's Ctrl-Z) holds the listener
+ * and answers nothing: alone, were the other to die, it would stall every
+ * trapped call until continued. It is killed, and replaced by the usual
+ * way of a death (partner_died). A tracer's stop ('t') is left alone. */
+static void replace_if_stopped(void)
+{
+	char buf[512];
+	const char *p;
+	if (partner < 0 || partner_pid <= 0 || ef_proc_read(partner_pid, "stat", buf, sizeof(buf)) <= 0 ||
+	    !(p = strrchr(buf, ')')) || p[1] != ' ' || p[2] != 'T')
+		return;
+	if (syscall(SYS_pidfd_send_signal, partner, SIGKILL, NULL, 0) == 0)
+		count(EF_GC_REPLACED);
+}
+
+/* The heir, our child, reported stopped (CLD_STOPPED): replaced at once. */
+static void child_signalled(void)
+{
+	struct signalfd_siginfo si;
+	int stopped = 0;
+	while (read(child_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		stopped |= si.ssi_code == CLD_STOPPED && (pid_t)si.ssi_pid == partner_pid;
+	if (stopped)
+		replace_if_stopped();
+}
+
+/* Each wake-up is stamped; the partner's stamp, old while ours moves, has
+ * it looked at (its parent is told of a stop at once; the heir is not). */
+static void stamp_and_look(void)
+{
+	int64_t t = now_ns();
+	atomic_store(&shared->awake_ns[mine], t);
+	if (partner_pid > 0 && t - atomic_load(&shared->awake_ns[1 - mine]) > ASLEEP_NS &&
+	    t - looked_ns > ASLEEP_NS) {
+		looked_ns = t;
+		replace_if_stopped();
+	}
+}
+
 __attribute__((noreturn)) static void serve(void)
 {
 	self = getpid();
@@ -673,6 +721,18 @@ __attribute__((noreturn)) static void serve(void)
 		atomic_store(&shared->supervisor, (int)self);
 	struct sigaction quiet = { .sa_handler = on_alarm }; /* no SA_RESTART: RECV ends */
 	sigaction(SIGALRM, &quiet, NULL);
+	/* SIGCHLD blocked, not ignored: read from a signalfd, it says when
+	 * the heir stops; its zombie is reaped in partner_died. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sigaction(SIGCHLD, &dfl, NULL);
+	if (child_fd >= 0)
+		close(child_fd); /* the parent's, inherited */
+	child_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	atomic_store(&shared->awake_ns[mine], now_ns());
 	loop = epoll_create1(EPOLL_CLOEXEC);
 	/* Not EPOLLEXCLUSIVE: that wakes one answerer, and one woken but
 	 * not yet run (starved, or stopped on its way out of epoll_wait)
@@ -684,10 +744,15 @@ __attribute__((noreturn)) static void serve(void)
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = TAG(TAG_PROGRAM, 0) };
 	if (program_fd >= 0)
 		epoll_ctl(loop, EPOLL_CTL_ADD, program_fd, &ev);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = TAG(TAG_CHILD, 0) };
+	if (child_fd >= 0)
+		epoll_ctl(loop, EPOLL_CTL_ADD, child_fd, &ev);
 	watch_partner(heir ? getppid() : 0);
 	for (;;) {
 		struct epoll_event evs[16];
 		int n = epoll_wait(loop, evs, 16, -1);
+		if (n > 0)
+			stamp_and_look();
 		for (int i = 0; i < n; i++) {
 			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32), at = (uint32_t)evs[i].data.u64;
 			if (kind == TAG_LISTENER && (evs[i].events & EPOLLIN)) {
@@ -703,6 +768,8 @@ __attribute__((noreturn)) static void serve(void)
 					rescue(1 - mine, 0);
 			} else if (kind == TAG_PROGRAM) {
 				program_exited();
+			} else if (kind == TAG_CHILD) {
+				child_signalled();
 			} else if (kind == TAG_PROC && at < MAX_PROCS) {
 				forget(&procs[at]);
 			}
