@@ -35,6 +35,7 @@ counter() {
 	passed_procs) sed -n 's/.* \([0-9]*\) passed through).*/\1/p' <<<"$line" ;;
 	takeovers) sed -n 's/.* \([0-9]*\) takeovers.*/\1/p' <<<"$line" ;;
 	no_tag) sed -n 's/.* \([0-9]*\) no tag.*/\1/p' <<<"$line" ;;
+	stale) sed -n 's/.* \([0-9]*\) stale deadline.*/\1/p' <<<"$line" ;;
 	replaced) sed -n 's/.* \([0-9]*\) stopped and replaced.*/\1/p' <<<"$line" ;;
 	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
@@ -561,4 +562,71 @@ stopped_answerer() {
 	assert_line --regexp "is a Go program \(go1\.[0-9.]+-X:nodwarf5\): runtime layout unknown for this release: its own timers stay at whole milliseconds$"
 	run --separate-stderr "$cmd" "$bin" 100us 20
 	assert_success
+}
+
+@test "in a new pid namespace: /proc of another namespace says not supervised; as the namespace's init, --stats says its line may be lost" {
+	local p=$(prog local static sleeps)
+	unshare -fp true 2>/dev/null || { [ "${CI:-}" != true ] || fail "unshare -fp refused"; skip "needs unshare -fp (root)"; }
+	run unshare -fp "$cmd" --check "$p"
+	assert_line --regexp "is a Go program .*, but /proc is another pid namespace's \(mount this one's: unshare --mount-proc\): its own timers stay at whole milliseconds$"
+	run --separate-stderr unshare -fp "$cmd" "$p" 100us 20
+	assert_success
+	[[ "$stderr" == *"but /proc is another pid namespace's"* ]] || fail "$stderr"
+	run unshare -fp --mount-proc "$cmd" --check "$p"
+	assert_line --regexp ": supervised \("
+	run --separate-stderr unshare -fp --mount-proc "$cmd" --stats="$report" "$p" 100us 20
+	assert_success
+	[ "$stderr" = "epollfix: --stats: the Go supervisor's line may be lost: the program is its pid namespace's init, whose exit kills the supervisor (start it under an init)" ] ||
+		fail "$stderr"
+	# Under an init of its own (the Go stress program waits for it), the
+	# program is supervised and the line written.
+	rm -f "$report"
+	run --separate-stderr unshare -fp --mount-proc "$cmd" --stats="$report" "$(prog local static stress)" run "$p" 100us 300
+	assert_success
+	wait_report
+	[ "$(counter timers)" -ge 270 ] || fail "$(cat "$report")"
+}
+
+@test "a .symtab that points runtime.sched at a stale deadline: armed at most twice, then let run (no spin)" {
+	command -v python3 >/dev/null || skip "needs python3"
+	local bin=$BATS_TEST_TMPDIR/sleeps
+	# A copy of the non-PIE program whose runtime.sched points where
+	# lastpoll reads 0 and pollUntil a constant past deadline (.rodata).
+	python3 - "$(prog local static sleeps)" "$bin" <<'PY' || fail "could not patch"
+import struct, sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+shoff, = struct.unpack_from('<Q', data, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from('<HHH', data, 0x3a)
+secs = [struct.unpack_from('<IIQQQQIIQQ', data, shoff + i * shentsize) for i in range(shnum)]
+def name(off):
+    base = secs[shstrndx][4] + off
+    return data[base:data.index(b'\0', base)].decode()
+by = {name(s[0]): s for s in secs}
+ro = by['.rodata']
+addr = None
+for off in range(0, ro[5] - 16, 8):
+    z, v = struct.unpack_from('<qq', data, ro[4] + off)
+    if z == 0 and 0 < v < 10**12:
+        addr = ro[3] + off - 8  # lastpoll is at +8, pollUntil at +16
+        break
+assert addr, 'no constant found'
+sym, strtab = by['.symtab'], by['.strtab']
+for i in range(sym[5] // 24):
+    at = sym[4] + i * 24
+    n, = struct.unpack_from('<I', data, at)
+    s = strtab[4] + n
+    if data[s:data.index(b'\0', s)] == b'runtime.sched':
+        struct.pack_into('<Q', data, at + 8, addr)
+        break
+else:
+    sys.exit('no runtime.sched')
+open(sys.argv[2], 'wb').write(data)
+PY
+	chmod +x "$bin"
+	run --separate-stderr "$cmd" --stats="$report" "$bin" 5ms 20
+	assert_success
+	wait_report
+	# Each sleep's last millisecond is one trapped wait; a timer armed at
+	# the stale deadline over and over spun 15 notifications a sleep.
+	[ "$(counter notifications)" -le 60 ] && [ "$(counter stale)" -ge 10 ] || fail "$(cat "$report")"
 }

@@ -98,6 +98,13 @@ static const char *kernel_lacks(void)
 	if (errno != EBADF)
 		return "the seccomp filter in force refuses pidfd_getfd (a container runtime's default "
 		       "profile without CAP_SYS_PTRACE)";
+	/* The listener names threads by their pids in the supervisor's pid
+	 * namespace, which it finds in /proc: a /proc of another namespace
+	 * (unshare --pid without --mount-proc) names other processes. */
+	char self[32];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	if (n <= 0 || (self[n] = '\0', atol(self) != (long)getpid()))
+		return "/proc is another pid namespace's (mount this one's: unshare --mount-proc)";
 	return NULL;
 }
 
@@ -225,6 +232,11 @@ int ef_go_launch(const char *stats)
 	int sv[2];
 
 	hold_standard_fds();
+	/* The init of a pid namespace takes every process of it along when it
+	 * exits, the supervisor too, before it can write its report. */
+	if (getpid() == 1 && stats && *stats && !(getenv("EPOLLFIX_LOG") && strcmp(getenv("EPOLLFIX_LOG"), "quiet") == 0))
+		fprintf(stderr, "epollfix: --stats: the Go supervisor's line may be lost: the program is its "
+				"pid namespace's init, whose exit kills the supervisor (start it under an init)\n");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		fprintf(stderr, "epollfix: Go supervision off: socketpair: %s\n", strerror(errno));
 		return -1;
