@@ -216,6 +216,13 @@ static const char *wait_ack(int sock, int *sup)
 	return n == (ssize_t)sizeof(ack) && ack[0] == 'A' ? NULL : "it ended before it held the listener";
 }
 
+/* EPOLLFIX_LOG=quiet: the launch's notes are not written (failures are). */
+static int quiet(void)
+{
+	const char *log = getenv("EPOLLFIX_LOG");
+	return log && strcmp(log, "quiet") == 0;
+}
+
 /* Fills each of fds 0-2 that is closed with /dev/null, close-on-exec: the
  * socket and the supervisor's dup2s then never land on them, and the exec
  * closes them again, so the program finds them closed as it would without. */
@@ -234,7 +241,7 @@ int ef_go_launch(const char *stats)
 	hold_standard_fds();
 	/* The init of a pid namespace takes every process of it along when it
 	 * exits, the supervisor too, before it can write its report. */
-	if (getpid() == 1 && stats && *stats && !(getenv("EPOLLFIX_LOG") && strcmp(getenv("EPOLLFIX_LOG"), "quiet") == 0))
+	if (getpid() == 1 && stats && *stats && !quiet())
 		fprintf(stderr, "epollfix: --stats: the Go supervisor's line may be lost: the program is its "
 				"pid namespace's init, whose exit kills the supervisor (start it under an init)\n");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -273,8 +280,7 @@ int ef_go_launch(const char *stats)
 	long listener = syscall(SYS_seccomp, EF_SECCOMP_SET_MODE_FILTER,
 				EF_SECCOMP_FLAG_NEW_LISTENER, ef_go_filter());
 	if (listener < 0 && errno == EACCES) {
-		const char *log = getenv("EPOLLFIX_LOG");
-		if (adds_no_new_privs() && !(log && strcmp(log, "quiet") == 0))
+		if (adds_no_new_privs() && !quiet())
 			fprintf(stderr, "epollfix: Go supervision sets %s\n", NO_NEW_PRIVS_TEXT);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
 			fprintf(stderr, "epollfix: Go supervision off: no_new_privs: %s\n", strerror(errno));
