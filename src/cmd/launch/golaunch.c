@@ -26,6 +26,7 @@
 #include "goabi.h"
 #include "gosup.h"
 #include "goimage.h"
+#include "proc.h"
 #include "sandbox.h"
 
 /* How long the launcher waits for the supervisor to say it holds the
@@ -113,17 +114,12 @@ static const char *kernel_lacks(void)
  * will then run without their privileges. */
 static int adds_no_new_privs(void)
 {
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+	char caps[32] = "";
+	struct ef_proc_field eff;
+	ef_proc_field_init(&eff, "CapEff", caps, sizeof(caps));
+	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 || ef_proc_fields_via(syscall, 0, "status", &eff, 1) != 0)
 		return 0;
-	buf[n] = '\0';
-	const char *eff = strstr(buf, "\nCapEff:");
-	unsigned long long caps = eff ? strtoull(eff + 8, NULL, 16) : 0;
-	return !(caps & (1ULL << 21)); /* CAP_SYS_ADMIN */
+	return !(strtoull(caps, NULL, 16) & (1ULL << 21)); /* CAP_SYS_ADMIN */
 }
 
 #define NO_NEW_PRIVS_TEXT                                                                          \
