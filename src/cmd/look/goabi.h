@@ -82,6 +82,7 @@ enum ef_go_counter {
 	EF_GC_STALE,       /* the deadline read was one already armed and past: never armed twice */
 	EF_GC_RESCUED,     /* notifications the other answerer held too long, answered for it */
 	EF_GC_REPLACED,    /* answerers found stopped (SIGSTOP), killed and replaced */
+	EF_GC_OVERLOAD,    /* answered at once, unread: the answerer was behind (a backlog) */
 	EF_GC_COUNT
 };
 

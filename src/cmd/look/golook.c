@@ -18,11 +18,11 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 		  " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
 		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag, %" PRIu64
-		  " no fd, %" PRIu64 " stale deadline; %" PRIu64 " epoll instances; %" PRIu64
+		  " no fd, %" PRIu64 " stale deadline, %" PRIu64 " overload; %" PRIu64 " epoll instances; %" PRIu64
 		  " takeovers; %" PRIu64 " answered for the other, %" PRIu64 " stopped and replaced\n",
 	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
-	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_NO_FD], c[EF_GC_STALE], c[EF_GC_INSTANCES],
+	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_NO_FD], c[EF_GC_STALE], c[EF_GC_OVERLOAD], c[EF_GC_INSTANCES],
 	       c[EF_GC_TAKEOVERS], c[EF_GC_RESCUED], c[EF_GC_REPLACED]);
 }
 
@@ -103,6 +103,7 @@ static const struct {
 	{ EF_GC_NO_TAG, "epollfix_go_fallbacks_total", "reason=\"no_tag\"" },
 	{ EF_GC_NO_FD, "epollfix_go_fallbacks_total", "reason=\"no_fd\"" },
 	{ EF_GC_STALE, "epollfix_go_fallbacks_total", "reason=\"stale_deadline\"" },
+	{ EF_GC_OVERLOAD, "epollfix_go_fallbacks_total", "reason=\"overload\"" },
 	{ EF_GC_PROCS_GO, "epollfix_go_processes_total", "kind=\"go\"" },
 	{ EF_GC_PROCS_PASS, "epollfix_go_processes_total", "kind=\"passed\"" },
 	{ EF_GC_TAKEOVERS, "epollfix_go_takeovers_total", NULL },
