@@ -101,6 +101,7 @@ struct ef_go_shared {
 	char magic[16];
 	struct ef_go_slot slot[2]; /* one per answerer: the supervisor and its heir */
 	_Atomic int64_t awake_ns[2]; /* when each answerer last woke (CLOCK_MONOTONIC) */
+	_Atomic int64_t claim;       /* when an answerer began a RECV (0: none does) */
 	_Atomic int supervisor;    /* the pid of the supervisor now */
 	_Atomic int reported;      /* the report is written once, by whoever ends */
 	int program;               /* the pid of the program epollfix started */

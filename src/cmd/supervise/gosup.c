@@ -189,47 +189,51 @@ static void rescue(int slot, int dead)
 		atomic_store(&shared->slot[slot].id, 0);
 }
 
-static void on_alarm(int sig)
-{
-	(void)sig; /* only ends a RECV that lost its notification to the other */
-}
-
-/* Takes one notification and answers it. Both answerers wait on the
- * listener; the one woken may find the notification taken by the other,
- * and RECV would then block until the next one, deaf to its partner: an
- * interval timer ends it (EINTR). */
+/* Takes the notifications waiting and answers them, one RECV at a time
+ * between the two: each notification wakes both (edge-triggered), the
+ * first to claim the listener in the page takes it, and the other goes
+ * back to sleep. A claim is covered by the claimer's watch timer: were it
+ * stopped before its RECV, the other steals the claim HOLD_NS later. A RECV
+ * that finds nothing (the call withdrawn by a signal meanwhile) blocks until
+ * the next notification, the one it would wait for anyway; meanwhile its
+ * claim, old, is stolen by the other, which answers the rest. */
 static void take(void)
 {
-	struct ef_notif note;
-	struct itimerval stop = { { 0, 0 }, { 0, 0 } }, soon = { { 0, 0 }, { 0, HOLD_NS / 1000 } };
 	struct pollfd q = { listener, POLLIN, 0 };
-	if (poll(&q, 1, 0) != 1 || !(q.revents & POLLIN))
-		return; /* the other took it */
-	memset(&note, 0, sizeof(note));
-	setitimer(ITIMER_REAL, &soon, NULL);
-	int r = ioctl(listener, EF_NOTIF_RECV, &note);
-	setitimer(ITIMER_REAL, &stop, NULL);
-	if (r != 0)
-		return; /* EINTR: none left; ENOENT: withdrawn by a signal */
-	int64_t t = now_ns();
-	if (!busy_since)
-		busy_since = t;
-	atomic_store(&shared->slot[mine].taken_ns, t);
-	atomic_store(&shared->slot[mine].id, note.id);
-	if (t - busy_since > BEHIND_NS) {
-		count(EF_GC_NOTIFIED);
-		count(EF_GC_OVERLOAD);
-		answer(note.id);
-	} else {
+	while (poll(&q, 1, 0) == 1 && (q.revents & POLLIN)) {
+		int64_t t = now_ns(), held = 0;
+		if (!atomic_compare_exchange_strong(&shared->claim, &held, t) &&
+		    (t - held < HOLD_NS || !atomic_compare_exchange_strong(&shared->claim, &held, t)))
+			return; /* the other takes them */
+		if (!busy_since)
+			busy_since = t;
+		atomic_store(&shared->slot[mine].taken_ns, t);
 		set_watch(mine, t + HOLD_NS);
-		struct ef_go_arming arm;
-		ef_go_read(&note, &arm);
-		answer(note.id);
-		ef_go_arm(&arm);
+		struct ef_notif note;
+		memset(&note, 0, sizeof(note));
+		int r;
+		while ((r = ioctl(listener, EF_NOTIF_RECV, &note)) != 0 && errno == EINTR)
+			;
+		held = t;
+		atomic_compare_exchange_strong(&shared->claim, &held, 0);
+		if (r != 0) { /* ENOENT: withdrawn by a signal */
+			set_watch(mine, 0);
+			break;
+		}
+		atomic_store(&shared->slot[mine].id, note.id);
+		if (t - busy_since > BEHIND_NS) {
+			count(EF_GC_NOTIFIED);
+			count(EF_GC_OVERLOAD);
+			answer(note.id);
+		} else {
+			struct ef_go_arming arm;
+			ef_go_read(&note, &arm);
+			answer(note.id);
+			ef_go_arm(&arm);
+		}
+		q.revents = 0;
 	}
-	q.revents = 0;
-	if (poll(&q, 1, 0) != 1 || !(q.revents & POLLIN))
-		busy_since = 0; /* caught up */
+	busy_since = 0; /* caught up */
 }
 
 static void watch_partner(pid_t pid);
@@ -252,6 +256,7 @@ static void partner_died(void)
 	while (waitpid(-1, NULL, WNOHANG) > 0) /* an heir, our child, is a zombie */
 		;
 	rescue(1 - mine, 1);
+	atomic_store(&shared->claim, 0); /* had it claimed, none would take */
 	if (hung_up()) {
 		write_report();
 		_exit(0);
@@ -263,6 +268,7 @@ static void partner_died(void)
 		count(EF_GC_TAKEOVERS);
 	}
 	watch_partner(0);
+	take(); /* what waits now wakes no one (edge-triggered) */
 }
 
 /* A stopped answerer (SIGSTOP, a terminal's Ctrl-Z) holds the listener
@@ -332,8 +338,6 @@ __attribute__((noreturn)) static void serve(void)
 	prctl(PR_SET_NAME, heir ? "epollfix-goheir" : EF_GO_COMM, 0, 0, 0); /* for ps, status, tests */
 	if (!heir)
 		atomic_store(&shared->supervisor, (int)self);
-	struct sigaction quiet = { .sa_handler = on_alarm }; /* no SA_RESTART: RECV ends */
-	sigaction(SIGALRM, &quiet, NULL);
 	/* SIGCHLD blocked, not ignored: read from a signalfd, it says when
 	 * the heir stops; its zombie is reaped in partner_died. */
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -349,9 +353,9 @@ __attribute__((noreturn)) static void serve(void)
 	loop = epoll_create1(EPOLL_CLOEXEC);
 	/* Not EPOLLEXCLUSIVE: that wakes one answerer, and one woken but
 	 * not yet run (starved, or stopped on its way out of epoll_wait)
-	 * would hold the notification with no one the wiser. Both are woken;
-	 * the first to run takes it. */
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG(TAG_LISTENER, 0) };
+	 * would hold the notification with no one the wiser. Both are woken
+	 * by each (edge-triggered: once); the first to claim it takes it. */
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = TAG(TAG_LISTENER, 0) };
 	if (loop < 0 || epoll_ctl(loop, EPOLL_CTL_ADD, listener, &ev) != 0)
 		_exit(1); /* the other answers alone, and makes a new partner */
 	ef_go_answer_setup(&(struct ef_go_answerer){ listener, loop, TAG(TAG_PROC, 0), shared });
@@ -369,17 +373,20 @@ __attribute__((noreturn)) static void serve(void)
 			stamp_and_look();
 		for (int i = 0; i < n; i++) {
 			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32), at = (uint32_t)evs[i].data.u64;
-			if (kind == TAG_LISTENER && (evs[i].events & EPOLLIN)) {
+			if (kind == TAG_LISTENER && !(evs[i].events & EPOLLHUP)) {
 				take();
 			} else if (kind == TAG_LISTENER) {
+				/* No task uses the filter any more (5.8). */
 				write_report();
 				_exit(0);
 			} else if (kind == TAG_PARTNER) {
 				partner_died();
 			} else if (kind == TAG_WATCH) {
 				uint64_t fired;
-				if (read(watch[1 - mine], &fired, sizeof(fired)) > 0)
+				if (read(watch[1 - mine], &fired, sizeof(fired)) > 0) {
 					rescue(1 - mine, 0);
+					take(); /* a claim it holds too long is stolen */
+				}
 			} else if (kind == TAG_PROGRAM) {
 				program_exited();
 			} else if (kind == TAG_CHILD) {
