@@ -475,7 +475,10 @@ stopped_answerer() {
 	# must end on its own, within a generous bound (about 1 s alone).
 	for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	# (A stopped answerer is killed and replaced: SIGCONT may find none.)
-	kill -0 "$pid" 2>/dev/null && { kill -CONT "$victim" 2>/dev/null; fail "still running 30 s after the $1 was stopped"; }
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -CONT "$victim" 2>/dev/null || true
+		fail "still running 30 s after the $1 was stopped"
+	fi
 	kill -CONT "$victim" 2>/dev/null || true
 	wait "$pid" || fail "exit status $?"
 	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"

@@ -50,6 +50,10 @@ int ef_golook_at(long pid, struct ef_golook *g)
 	if (process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(s) ||
 	    memcmp(s.magic, EF_GO_SHARED_MAGIC, sizeof(s.magic)) != 0)
 		return 0;
+	/* A new heir is named the supervisor's until its first instructions
+	 * rename it: the page names the one supervisor. */
+	if (s.supervisor != (int)pid)
+		return 0;
 	g->pid = pid;
 	g->program = s.program;
 	for (int i = 0; i < EF_GC_COUNT; i++)

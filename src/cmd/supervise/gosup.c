@@ -423,6 +423,9 @@ static void watch_partner(pid_t pid)
 		}
 		pid_t child = fork();
 		if (child == 0) {
+			/* Named first: status finds the supervisor by its name
+			 * (and the page), and must not find two. */
+			prctl(PR_SET_NAME, "epollfix-goheir", 0, 0, 0);
 			/* Out of this one's session too: one kill -STOP of a
 			 * session or group stops one answerer, not both. */
 			setsid();
