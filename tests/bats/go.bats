@@ -35,6 +35,9 @@ counter() {
 	passed_procs) sed -n 's/.* \([0-9]*\) passed through).*/\1/p' <<<"$line" ;;
 	takeovers) sed -n 's/.* \([0-9]*\) takeovers.*/\1/p' <<<"$line" ;;
 	no_tag) sed -n 's/.* \([0-9]*\) no tag.*/\1/p' <<<"$line" ;;
+	stale) sed -n 's/.* \([0-9]*\) stale deadline.*/\1/p' <<<"$line" ;;
+	replaced) sed -n 's/.* \([0-9]*\) stopped and replaced.*/\1/p' <<<"$line" ;;
+	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
 	instances) sed -n 's/.* \([0-9]*\) epoll instances.*/\1/p' <<<"$line" ;;
 	esac
@@ -407,4 +410,237 @@ median_late_us() {
 	sleeps_supervised local stripped-pie
 	sleeps_supervised go1.22.12 stripped-pie
 	sleeps_supervised go1.20.14 stripped-pie
+}
+
+@test "fds 0, 1 and 2 closed: the program starts, supervised, and finds them as it would without" {
+	local p=$(prog local static sleeps)
+	# fds_of PID: what the program has as 0, 1 and 2 ("closed" for none).
+	fds_of() {
+		local fd
+		for fd in 0 1 2; do readlink "/proc/$1/fd/$fd" || echo closed; done
+	}
+	local how without with pid
+	for how in "<&- >&-" "<&- >&- 2>&-" "2>&-"; do
+		eval "\"$p\" 1ms 100000 $how &"
+		pid=$!
+		track_pid "$pid"
+		sleep 0.3
+		without=$(fds_of "$pid")
+		kill "$pid"
+		eval "\"$cmd\" \"$p\" 1ms 100000 $how &"
+		pid=$!
+		track_pid "$pid"
+		sleep 0.5
+		kill -0 "$pid" 2>/dev/null || fail "$how: the program did not start (exit status: $(wait "$pid"; echo $?))"
+		[ "$(readlink "/proc/$pid/exe")" = "$p" ] || fail "$how: pid $pid is $(readlink "/proc/$pid/exe")"
+		with=$(fds_of "$pid")
+		[ -n "$(supervisor_of "$pid")" ] || fail "$how: not supervised"
+		kill "$pid"
+		[ "$with" = "$without" ] || fail "$how: with epollfix: $with; without: $without"
+	done
+	# And to its end: exit 0.
+	run "$cmd" "$p" 100us 30 <&- >&-
+	assert_success
+}
+
+@test "\$(epollfix PROGRAM 2>&1) returns when the program does, a daemon it started still under the filter" {
+	local t0 out daemon=$BATS_TEST_TMPDIR/daemon
+	t0=$(date +%s%N)
+	# The program starts a Go daemon (100 sleeps of 30 ms: 3 s) on its own
+	# fds and returns; the daemon keeps the filter, and the pair, alive.
+	out=$("$cmd" --stats=1 "$(prog local static stress)" run sh -c \
+		"\"$(prog local static sleeps)\" 30ms 100 >'$daemon' 2>&1 </dev/null & echo started \$!" 2>&1)
+	local ms=$((($(date +%s%N) - t0) / 1000000))
+	[[ "$out" == *started* ]] || fail "$out"
+	# The report, written to stderr when the program exits, is in the output.
+	[[ "$out" == *"Go supervisor of pid"* ]] || fail "no report: $out"
+	[ "$ms" -lt 2000 ] || fail "returned after ${ms} ms, with the daemon: $out"
+	# The daemon runs on under the filter, served by the pair.
+	local pid
+	pid=$(sed -n 's/^started \([0-9]*\)$/\1/p' <<<"$out")
+	track_pid "$pid"
+	kill -0 "$pid" || fail "the daemon is gone: $out"
+	grep -q "^Seccomp:.*2" "/proc/$pid/status" || fail "the daemon is not under the filter"
+}
+
+# stopped_answerer WHO [kill]: 3000 sleeps of 200 us; WHO (sup, heir) is
+# stopped (SIGSTOP) after 0.3 s and continued only once the program has
+# ended; with kill, the supervisor is killed -9 0.3 s after the heir stopped.
+stopped_answerer() {
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late
+	"$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
+	local pid=$! sup victim i
+	track_pid "$pid"
+	sleep 0.3
+	sup=$(supervisor_of "$pid")
+	[ -n "$sup" ] || fail "no supervisor"
+	victim=$([ "$1" = sup ] && echo "$sup" || heir_of "$sup")
+	[ -n "$victim" ] || fail "no $1"
+	kill -STOP "$victim"
+	if [ "${2:-}" = kill ]; then
+		sleep 0.3
+		kill -9 "$sup"
+	fi
+	# Without the other answerer the program stalls until SIGCONT: it
+	# must end on its own, within a generous bound (about 1 s alone).
+	for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	# (A stopped answerer is killed and replaced: SIGCONT may find none.)
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -CONT "$victim" 2>/dev/null || true
+		fail "still running 30 s after the $1 was stopped"
+	fi
+	kill -CONT "$victim" 2>/dev/null || true
+	wait "$pid" || fail "exit status $?"
+	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"
+	# The sleeps after the stop kept their precision: median well under
+	# the 1 ms of a wait no one answers.
+	[ "$(median_late_us "$(tail -n +1000 "$out")")" -lt 600 ] ||
+		fail "median $(median_late_us "$(tail -n +1000 "$out")")us late"
+	# The stopped one was found, killed and replaced (a supervisor by its
+	# heir: a takeover).
+	wait_report
+	[ "$(counter replaced)" -eq 1 ] || fail "$(cat "$report")"
+	[ "$(counter takeovers)" -eq "$([ "$1" = sup ] || [ "${2:-}" = kill ] && echo 1 || echo 0)" ] ||
+		fail "$(cat "$report")"
+}
+
+@test "kill -STOP of the supervisor: its heir answers, replaces it, and the program's sub-ms sleeps go on" {
+	stopped_answerer sup
+}
+
+@test "kill -STOP of the heir: the supervisor answers, and replaces it" {
+	stopped_answerer heir
+}
+
+@test "kill -STOP of the heir, then kill -9 of the supervisor: the heir that replaced the stopped one takes over" {
+	stopped_answerer heir kill
+}
+
+@test "kill -STOP of the supervisor under a loopback HTTP load: every request served, exit 0" {
+	"$cmd" --stats="$report" "$(prog local static httpload)" 30000 4 200us >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! sup i
+	track_pid "$pid"
+	sleep 0.7
+	sup=$(supervisor_of "$pid")
+	[ -n "$sup" ] || fail "no supervisor"
+	kill -STOP "$sup"
+	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -CONT "$sup" 2>/dev/null || true
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat "$BATS_TEST_TMPDIR/out")"
+	grep -q "^requests=30000 failed=0 sleeps=[1-9][0-9]* early=0" "$BATS_TEST_TMPDIR/out" ||
+		fail "$(cat "$BATS_TEST_TMPDIR/out")"
+}
+
+@test "a non-PIE Go program that execs another non-PIE Go program: the new image is read anew" {
+	local s=$EPOLLFIX_BUILD/go/local/static
+	prog local static stress >/dev/null
+	# Both start their code at the same address: only the executable and
+	# the new stack tell the exec.
+	run --separate-stderr "$cmd" --stats="$report" "$s/stress" exec "$s/sleeps" 100us 300
+	assert_success
+	wait_report
+	local t
+	t=$(counter timers)
+	[ "$t" -ge 270 ] || fail "$(cat "$report")"
+	[ "$(counter other_fd)" -le 5 ] || fail "$(cat "$report")"
+}
+
+@test "without CAP_SYS_ADMIN: --check and the launch say that no_new_privs strips a setuid helper of its privileges" {
+	command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
+	local p=$(prog local static sleeps)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$p" -a -x "$cmd" ||
+		skip "nobody cannot run $p (a directory on its path is not traversable)"
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$cmd" --check "$p"
+	assert_line --regexp ": supervised \(.*\); no_new_privs \(no CAP_SYS_ADMIN\): setuid, setgid and file-capability programs it runs get no privileges"
+	run --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups "$cmd" "$p" 100us 20
+	assert_success
+	[ "$stderr" = "epollfix: Go supervision sets no_new_privs (no CAP_SYS_ADMIN): setuid, setgid and file-capability programs it runs get no privileges (sudo, ping...; run it with --go=off for them)" ] ||
+		fail "$stderr"
+	# With it (root here), neither: nothing is taken from the program.
+	run "$cmd" --check "$p"
+	refute_output --partial "no_new_privs"
+}
+
+@test "a build with GOEXPERIMENT: its whole version read, its release called unknown, not supervised" {
+	local bin=$EPOLLFIX_BUILD/go/local/experiment/sleeps
+	if [ ! -x "$bin" ]; then
+		command -v /usr/local/go/bin/go >/dev/null || skip "no go"
+		mkdir -p "$(dirname "$bin")"
+		(cd "$PROGS_SRC/go" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 \
+			GOEXPERIMENT=nodwarf5 /usr/local/go/bin/go build -o "$bin" ./sleeps) || skip "go build failed"
+	fi
+	run "$cmd" --check "$bin"
+	assert_line --regexp "is a Go program \(go1\.[0-9.]+-X:nodwarf5\): runtime layout unknown for this release: its own timers stay at whole milliseconds$"
+	run --separate-stderr "$cmd" "$bin" 100us 20
+	assert_success
+}
+
+@test "in a new pid namespace: /proc of another namespace says not supervised; as the namespace's init, --stats says its line may be lost" {
+	local p=$(prog local static sleeps)
+	unshare -fp true 2>/dev/null || { [ "${CI:-}" != true ] || fail "unshare -fp refused"; skip "needs unshare -fp (root)"; }
+	run unshare -fp "$cmd" --check "$p"
+	assert_line --regexp "is a Go program .*, but /proc is another pid namespace's \(mount this one's: unshare --mount-proc\): its own timers stay at whole milliseconds$"
+	run --separate-stderr unshare -fp "$cmd" "$p" 100us 20
+	assert_success
+	[[ "$stderr" == *"but /proc is another pid namespace's"* ]] || fail "$stderr"
+	run unshare -fp --mount-proc "$cmd" --check "$p"
+	assert_line --regexp ": supervised \("
+	run --separate-stderr unshare -fp --mount-proc "$cmd" --stats="$report" "$p" 100us 20
+	assert_success
+	[ "$stderr" = "epollfix: --stats: the Go supervisor's line may be lost: the program is its pid namespace's init, whose exit kills the supervisor (start it under an init)" ] ||
+		fail "$stderr"
+	# Under an init (a shell that waits a second more), the program is
+	# supervised and the line written.
+	rm -f "$report"
+	run --separate-stderr unshare -fp --mount-proc sh -c '"$1" --stats="$2" "$3" 100us 300; s=$?; sleep 1; exit $s' \
+		sh "$cmd" "$report" "$p"
+	assert_success
+	wait_report
+	[ "$(counter timers)" -ge 270 ] || fail "$(cat "$report")"
+}
+
+@test "a .symtab that points runtime.sched at a stale deadline: armed at most twice, then let run (no spin)" {
+	command -v python3 >/dev/null || skip "needs python3"
+	local bin=$BATS_TEST_TMPDIR/sleeps
+	# A copy of the non-PIE program whose runtime.sched points where
+	# lastpoll reads 0 and pollUntil a constant past deadline (.rodata).
+	python3 - "$(prog local static sleeps)" "$bin" <<'PY' || fail "could not patch"
+import struct, sys
+data = bytearray(open(sys.argv[1], 'rb').read())
+shoff, = struct.unpack_from('<Q', data, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from('<HHH', data, 0x3a)
+secs = [struct.unpack_from('<IIQQQQIIQQ', data, shoff + i * shentsize) for i in range(shnum)]
+def name(off):
+    base = secs[shstrndx][4] + off
+    return data[base:data.index(b'\0', base)].decode()
+by = {name(s[0]): s for s in secs}
+ro = by['.rodata']
+addr = None
+for off in range(0, ro[5] - 16, 8):
+    z, v = struct.unpack_from('<qq', data, ro[4] + off)
+    if z == 0 and 0 < v < 10**12:
+        addr = ro[3] + off - 8  # lastpoll is at +8, pollUntil at +16
+        break
+assert addr, 'no constant found'
+sym, strtab = by['.symtab'], by['.strtab']
+for i in range(sym[5] // 24):
+    at = sym[4] + i * 24
+    n, = struct.unpack_from('<I', data, at)
+    s = strtab[4] + n
+    if data[s:data.index(b'\0', s)] == b'runtime.sched':
+        struct.pack_into('<Q', data, at + 8, addr)
+        break
+else:
+    sys.exit('no runtime.sched')
+open(sys.argv[2], 'wb').write(data)
+PY
+	chmod +x "$bin"
+	run --separate-stderr "$cmd" --stats="$report" "$bin" 5ms 20
+	assert_success
+	wait_report
+	# Each sleep's last millisecond is one trapped wait; a timer armed at
+	# the stale deadline over and over spun 15 notifications a sleep.
+	[ "$(counter notifications)" -le 60 ] && [ "$(counter stale)" -ge 10 ] || fail "$(cat "$report")"
 }

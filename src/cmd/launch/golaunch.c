@@ -26,6 +26,7 @@
 #include "goabi.h"
 #include "gosup.h"
 #include "goimage.h"
+#include "proc.h"
 #include "sandbox.h"
 
 /* How long the launcher waits for the supervisor to say it holds the
@@ -98,8 +99,32 @@ static const char *kernel_lacks(void)
 	if (errno != EBADF)
 		return "the seccomp filter in force refuses pidfd_getfd (a container runtime's default "
 		       "profile without CAP_SYS_PTRACE)";
+	/* The listener names threads by their pids in the supervisor's pid
+	 * namespace, which it finds in /proc: a /proc of another namespace
+	 * (unshare --pid without --mount-proc) names other processes. */
+	char self[32];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	if (n <= 0 || (self[n] = '\0', atol(self) != (long)getpid()))
+		return "/proc is another pid namespace's (mount this one's: unshare --mount-proc)";
 	return NULL;
 }
+
+/* 1 when the filter will need no_new_privs (no CAP_SYS_ADMIN) and it is not
+ * set yet: setuid, setgid and file-capability programs the program runs
+ * will then run without their privileges. */
+static int adds_no_new_privs(void)
+{
+	char caps[32] = "";
+	struct ef_proc_field eff;
+	ef_proc_field_init(&eff, "CapEff", caps, sizeof(caps));
+	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 || ef_proc_fields_via(syscall, 0, "status", &eff, 1) != 0)
+		return 0;
+	return !(strtoull(caps, NULL, 16) & (1ULL << 21)); /* CAP_SYS_ADMIN */
+}
+
+#define NO_NEW_PRIVS_TEXT                                                                          \
+	"no_new_privs (no CAP_SYS_ADMIN): setuid, setgid and file-capability programs it runs get "  \
+	"no privileges (sudo, ping...; run it with --go=off for them)"
 
 int ef_go_plan(const char *path, struct ef_buf *out)
 {
@@ -131,8 +156,8 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 		       ef_go_image_says(&img, why), lacks);
 		return 0;
 	}
-	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)\n",
-	       ef_go_image_says(&img, why));
+	ef_fmt(out, "%s: supervised (its 1 ms netpoll waits end at the runtime's own deadline)%s\n",
+	       ef_go_image_says(&img, why), adds_no_new_privs() ? "; " NO_NEW_PRIVS_TEXT : "");
 	return 1;
 }
 
@@ -187,10 +212,34 @@ static const char *wait_ack(int sock, int *sup)
 	return n == (ssize_t)sizeof(ack) && ack[0] == 'A' ? NULL : "it ended before it held the listener";
 }
 
+/* EPOLLFIX_LOG=quiet: the launch's notes are not written (failures are). */
+static int quiet(void)
+{
+	const char *log = getenv("EPOLLFIX_LOG");
+	return log && strcmp(log, "quiet") == 0;
+}
+
+/* Fills each of fds 0-2 that is closed with /dev/null, close-on-exec: the
+ * socket and the supervisor's dup2s then never land on them, and the exec
+ * closes them again, so the program finds them closed as it would without. */
+static void hold_standard_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		/* The lowest free number is fd: the ones below are held by now. */
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR | O_CLOEXEC) != fd)
+			return; /* no fd left: the socketpair fails too, and says so */
+}
+
 int ef_go_launch(const char *stats)
 {
 	int sv[2];
 
+	hold_standard_fds();
+	/* The init of a pid namespace takes every process of it along when it
+	 * exits, the supervisor too, before it can write its report. */
+	if (getpid() == 1 && stats && *stats && !quiet())
+		fprintf(stderr, "epollfix: --stats: the Go supervisor's line may be lost: the program is its "
+				"pid namespace's init, whose exit kills the supervisor (start it under an init)\n");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		fprintf(stderr, "epollfix: Go supervision off: socketpair: %s\n", strerror(errno));
 		return -1;
@@ -227,6 +276,8 @@ int ef_go_launch(const char *stats)
 	long listener = syscall(SYS_seccomp, EF_SECCOMP_SET_MODE_FILTER,
 				EF_SECCOMP_FLAG_NEW_LISTENER, ef_go_filter());
 	if (listener < 0 && errno == EACCES) {
+		if (adds_no_new_privs() && !quiet())
+			fprintf(stderr, "epollfix: Go supervision sets %s\n", NO_NEW_PRIVS_TEXT);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
 			fprintf(stderr, "epollfix: Go supervision off: no_new_privs: %s\n", strerror(errno));
 			close(sv[0]); /* the supervisor reads EOF and leaves */

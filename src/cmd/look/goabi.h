@@ -77,19 +77,36 @@ enum ef_go_counter {
 	EF_GC_PROCS_GO,    /* processes supervised */
 	EF_GC_PROCS_PASS,  /* processes passed through */
 	EF_GC_TAKEOVERS,   /* heirs that took over */
-	EF_GC_INSTANCES,   /* epoll instances given a timer (a new one after an exec) */
+	EF_GC_INSTANCES,   /* timers added to an epoll instance (one per answerer, anew after an exec) */
+	EF_GC_NO_FD,       /* no fd left to read the instance with (EMFILE, ENFILE) */
+	EF_GC_STALE,       /* the deadline read was one already armed and past: never armed twice */
+	EF_GC_RESCUED,     /* notifications the other answerer held too long, answered for it */
+	EF_GC_REPLACED,    /* answerers found stopped (SIGSTOP), killed and replaced */
+	EF_GC_OVERLOAD,    /* answered at once, unread: the answerer was behind (a backlog) */
 	EF_GC_COUNT
 };
 
 #define EF_GO_SHARED_MAGIC "epollfix go sup"
 
+/* A notification an answerer took and has not answered yet, and when (the
+ * CLOCK_MONOTONIC ns): the other answers it when it is held too long. */
+struct ef_go_slot {
+	_Atomic uint64_t id;
+	_Atomic int64_t taken_ns;
+};
+
+#define EF_GO_SEEN 256 /* processes counted once, whichever answerer saw them */
+
 struct ef_go_shared {
 	char magic[16];
-	_Atomic uint64_t pending; /* a notification received and not yet answered */
-	_Atomic int supervisor;   /* the pid answering now */
-	_Atomic int reported;     /* the report is written once, by whoever ends */
-	int program;              /* the pid of the program epollfix started */
+	struct ef_go_slot slot[2]; /* one per answerer: the supervisor and its heir */
+	_Atomic int64_t awake_ns[2]; /* when each answerer last woke (CLOCK_MONOTONIC) */
+	_Atomic int64_t claim;       /* when an answerer began a RECV (0: none does) */
+	_Atomic int supervisor;    /* the pid of the supervisor now */
+	_Atomic int reported;      /* the report is written once, by whoever ends */
+	int program;               /* the pid of the program epollfix started */
 	_Atomic uint64_t count[EF_GC_COUNT];
+	_Atomic uint64_t seen[EF_GO_SEEN];
 };
 
 #endif

@@ -33,7 +33,7 @@ const char *ef_go_why_text(enum ef_go_why why)
 static int build_version(const struct ef_file *e, char *out, size_t size)
 {
 	uint64_t off, addr, len;
-	unsigned char b[32 + 10 + 32];
+	unsigned char b[32 + 10 + 80];
 
 	if (ef_file_section(e, ".go.buildinfo", &off, &addr, &len) != 0 || len < 33)
 		return -1;
@@ -48,19 +48,25 @@ static int build_version(const struct ef_file *e, char *out, size_t size)
 		if (!(b[at++] & 0x80))
 			break;
 	}
-	if (vlen == 0 || vlen >= size || at + vlen > n)
+	if (vlen == 0 || at >= n)
 		return -1;
-	for (size_t i = 0; i < vlen; i++) {
-		char c = (char)b[at + i];
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '-' || c == '+'))
-			return -1;
-		out[i] = c;
+	/* A devel build's version ("devel go1.27-abcdef Tue ...") or one with
+	 * experiments ("go1.26.8 X:nodwarf5") is longer and has spaces: kept
+	 * whole as far as it fits, an ending cut shown as "...", and any byte
+	 * outside printable ASCII as '?' (it is printed). */
+	size_t have = vlen < n - at ? (size_t)vlen : n - at, keep = have < size - 1 ? have : size - 1;
+	for (size_t i = 0; i < keep; i++) {
+		unsigned char c = b[at + i];
+		out[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
 	}
-	out[vlen] = '\0';
+	out[keep] = '\0';
+	if (keep < vlen && size > 4)
+		memcpy(out + (keep < size - 4 ? keep : size - 4), "...", 4);
 	return 0;
 }
 
-/* "go1.N", "go1.N.M", "go1.NrcK": N; -1 for anything else (devel builds). */
+/* "go1.N", "go1.N.M", "go1.NrcK": N; -1 for anything else: a devel build,
+ * or experiments (" X:..."), whose runtime may differ from the release's. */
 static int release_minor(const char *v)
 {
 	if (strncmp(v, "go1.", 4) != 0 || v[4] < '0' || v[4] > '9')
@@ -69,7 +75,11 @@ static int release_minor(const char *v)
 	const char *p = v + 4;
 	for (; *p >= '0' && *p <= '9' && minor < 1000; p++)
 		minor = minor * 10 + (*p - '0');
-	return *p == '\0' || *p == '.' || strncmp(p, "rc", 2) == 0 ? minor : -1;
+	const char *rest = p;
+	if (*rest == '.' || strncmp(rest, "rc", 2) == 0) /* the patch release, or rcK */
+		for (rest += *rest == '.' ? 1 : 2; *rest >= '0' && *rest <= '9'; rest++)
+			;
+	return *rest == '\0' ? minor : -1;
 }
 
 const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why)

@@ -34,7 +34,7 @@ enum ef_go_why {
 };
 
 struct ef_go_image {
-	char version[32]; /* "go1.22.12", escaped-safe: [0-9a-z.+-] only */
+	char version[80]; /* "go1.22.12", "devel go1.27-abc...", "go1.26.8 X:nodwarf5": printable ASCII only */
 	int minor;
 	int pie;               /* ET_DYN: addresses move by the load bias */
 	uint64_t first_vaddr;  /* the lowest PT_LOAD's address and offset */

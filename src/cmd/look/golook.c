@@ -17,11 +17,13 @@ void ef_go_report(long pid, long program, const uint64_t *c, struct ef_buf *b)
 	ef_fmt(b, "epollfix[%ld] Go supervisor of pid %ld: %" PRIu64 " notifications, %" PRIu64
 		  " timers set at the runtime's deadline; passed %" PRIu64 " (processes: %" PRIu64
 		  " Go, %" PRIu64 " passed through); fell back: %" PRIu64 " not polling, %" PRIu64
-		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag; %" PRIu64
-		  " epoll instances; %" PRIu64 " takeovers\n",
+		  " other fd, %" PRIu64 " gone, %" PRIu64 " unreadable, %" PRIu64 " no tag, %" PRIu64
+		  " no fd, %" PRIu64 " stale deadline, %" PRIu64 " overload; %" PRIu64 " epoll instances; %" PRIu64
+		  " takeovers; %" PRIu64 " answered for the other, %" PRIu64 " stopped and replaced\n",
 	       pid, program, c[EF_GC_NOTIFIED], c[EF_GC_ARMED], c[EF_GC_PASSED], c[EF_GC_PROCS_GO],
 	       c[EF_GC_PROCS_PASS], c[EF_GC_NOT_POLLING], c[EF_GC_OTHER_FD], c[EF_GC_GONE],
-	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_INSTANCES], c[EF_GC_TAKEOVERS]);
+	       c[EF_GC_UNREADABLE], c[EF_GC_NO_TAG], c[EF_GC_NO_FD], c[EF_GC_STALE], c[EF_GC_OVERLOAD], c[EF_GC_INSTANCES],
+	       c[EF_GC_TAKEOVERS], c[EF_GC_RESCUED], c[EF_GC_REPLACED]);
 }
 
 /* The mapping of the supervisor's memfd, "/memfd:NAME (deleted)". */
@@ -47,6 +49,10 @@ int ef_golook_at(long pid, struct ef_golook *g)
 	struct iovec local = { &s, sizeof(s) }, remote = { (void *)(uintptr_t)start, sizeof(s) };
 	if (process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(s) ||
 	    memcmp(s.magic, EF_GO_SHARED_MAGIC, sizeof(s.magic)) != 0)
+		return 0;
+	/* A new heir is named the supervisor's until its first instructions
+	 * rename it: the page names the one supervisor. */
+	if (s.supervisor != (int)pid)
 		return 0;
 	g->pid = pid;
 	g->program = s.program;

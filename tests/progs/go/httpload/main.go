@@ -1,7 +1,7 @@
 // A net/http server on 127.0.0.1 under a bounded load from its own clients,
 // with an optional goroutine sleeping a sub-ms time in a loop meanwhile.
-// Prints "requests=N failed=F sleeps=S early=E" and fails on any failed
-// request or early sleep.
+// Prints "requests=N failed=F sleeps=S early=E rps=R max_us=M" (M: the
+// longest sleep, in us) and fails on any failed request or early sleep.
 // Usage: httpload REQUESTS CLIENTS [SLEEP]
 package main
 
@@ -44,6 +44,7 @@ func main() {
 
 	var done atomic.Bool
 	var sleeps, early int64
+	var longest time.Duration
 	var napper sync.WaitGroup
 	if nap > 0 {
 		napper.Add(1)
@@ -52,8 +53,12 @@ func main() {
 			for !done.Load() {
 				t := time.Now()
 				time.Sleep(nap)
-				if time.Since(t) < nap {
+				took := time.Since(t)
+				if took < nap {
 					early++
+				}
+				if took > longest {
+					longest = took
 				}
 				sleeps++
 			}
@@ -85,8 +90,8 @@ func main() {
 	elapsed := time.Since(start)
 	done.Store(true)
 	napper.Wait()
-	fmt.Printf("requests=%d failed=%d sleeps=%d early=%d rps=%.0f\n", total, failed, sleeps, early,
-		float64(total)/elapsed.Seconds())
+	fmt.Printf("requests=%d failed=%d sleeps=%d early=%d rps=%.0f max_us=%d\n", total, failed, sleeps,
+		early, float64(total)/elapsed.Seconds(), longest.Microseconds())
 	if failed > 0 || early > 0 {
 		os.Exit(1)
 	}

@@ -6,6 +6,7 @@
 // a lost signal or a wrong exit code.
 // Usage: stress [SECONDS]   (stress child | stress again: its own parts)
 //        stress run COMMAND [ARGS...]: runs the command, exits with its code
+//        stress exec PROGRAM [ARGS...]: sleeps 20 x 100us, then execs PROGRAM in place
 package main
 
 import (
@@ -139,6 +140,16 @@ func main() {
 			os.Exit(127)
 		}
 		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "exec" {
+		// Sub-ms sleeps first, so a supervisor has read this image, then
+		// another program in place: the same pid, another image.
+		for i := 0; i < 20; i++ {
+			time.Sleep(100 * time.Microsecond)
+		}
+		syscall.Exec(os.Args[2], os.Args[2:], os.Environ())
+		fmt.Fprintln(os.Stderr, "exec failed")
+		os.Exit(127)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		s, e := part(0.3)
