@@ -127,7 +127,7 @@ served() {
 	for p in c-on c-off musl-on musl-off; do
 		phase=$(finished "$ns" "$p")
 		[ "$phase" = Succeeded ] || fail "$ns/$p: $phase $(kc -n "$ns" logs "$p" 2>&1)"
-		output=$(kc -n "$ns" logs "$p")
+		output=$(kc -n "$ns" logs -c app "$p")
 		l=$(late)
 		echo "# $ns/$p: median $l us late" >&3
 		echo "$ns/$p $l" >>"$BATS_FILE_TMPDIR/lateness"
