@@ -29,8 +29,10 @@ setup_file() {
 		return 0
 	fi
 	echo "# cluster: node Ready in $((SECONDS - t)) s" >&3
-	"$EPOLLFIX_SRC/tests/kubernetes/cluster" load "$cluster" \
-		localhost/epollfix-test/epollfix:current localhost/epollfix-test/progs:current >>"$BATS_FILE_TMPDIR/start.log" 2>&1 ||
+	local images=(localhost/epollfix-test/epollfix:current localhost/epollfix-test/progs:current)
+	! "$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
+		images+=(localhost/epollfix-test/node-exporter:current)
+	"$EPOLLFIX_SRC/tests/kubernetes/cluster" load "$cluster" "${images[@]}" >>"$BATS_FILE_TMPDIR/start.log" 2>&1 ||
 		echo "images not loaded: $(tail -n 5 "$BATS_FILE_TMPDIR/start.log")" >"$BATS_FILE_TMPDIR/why"
 }
 
@@ -85,12 +87,30 @@ pod() {
 	"$EPOLLFIX_SRC/tests/kubernetes/timer-pod" "$@" | kc create -f - >/dev/null || fail "kubectl create pod $1/$2"
 }
 
-# pid NS NAME: the host's pid of the pod's container's process.
+# pid NS NAME [CONTAINER]: the host's pid of the process of the pod's
+# container (default: its first).
 pid() {
 	local id
-	id=$(kc -n "$1" get pod "$2" -o jsonpath='{.status.containerStatuses[0].containerID}')
+	if [ -n "${3:-}" ]; then
+		id=$(kc -n "$1" get pod "$2" -o jsonpath="{.status.containerStatuses[?(@.name==\"$3\")].containerID}")
+	else
+		id=$(kc -n "$1" get pod "$2" -o jsonpath='{.status.containerStatuses[0].containerID}')
+	fi
 	"$EPOLLFIX_SRC/tests/kubernetes/cluster" crictl "$BATS_FILE_TMPDIR/cluster" inspect \
 		--output go-template --template '{{.info.pid}}' "${id#containerd://}"
+}
+
+# running NS NAME...: waits until each pod runs (1 min).
+running() {
+	local ns=$1 p i
+	shift
+	for p in "$@"; do
+		for i in $(seq 300); do
+			[ "$(kc -n "$ns" get pod "$p" -o jsonpath='{.status.phase}')" = Running ] && continue 2
+			sleep 0.2
+		done
+		fail "$ns/$p is not running: $(kc -n "$ns" describe pod "$p" | tail -n 15)"
+	done
 }
 
 # finished NS NAME: waits until the pod ends (3 min), then its phase.
@@ -187,11 +207,7 @@ served() {
 	install image
 	namespace shop
 	pod shop long true ef-sleep 100000000
-	local i
-	for i in $(seq 300); do
-		[ "$(kc -n shop get pod long -o jsonpath='{.status.phase}')" = Running ] && break
-		sleep 0.2
-	done
+	running shop long
 	local pid
 	pid=$(pid shop long)
 	grep -q '/glibc/libepollfix.so$' "/proc/$pid/maps" || fail "shop/long ($pid) has no library: $(cat "/proc/$pid/maps")"
@@ -208,4 +224,47 @@ served() {
 	# The same process, the library still in it.
 	[ "$(pid shop long)" = "$pid" ] || fail "shop/long's process changed: $pid, now $(pid shop long)"
 	grep -q '/glibc/libepollfix.so$' "/proc/$pid/maps" || fail "shop/long lost its library"
+}
+
+@test "agent: the chart's DaemonSet on the node serves the injected pods' metrics through node_exporter, labelled with their namespace, pod and container" {
+	"$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
+		skip_missing "no node_exporter image: tests/containers/images makes it from Debian's prometheus-node-exporter (scripts/install-deps)"
+	install image --set agent.enabled=true --set agent.interval=1s \
+		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current
+	namespace shop
+	pod shop served true ef-sleep 100000000
+	pod shop plain false ef-sleep 100000000
+	pod shop musl true ef-sleep-musl 100000000
+	running shop served plain musl
+	# The agent's pod, Ready once node_exporter answers kubelet's probe.
+	local agent i scraped="" exporter uid
+	for i in $(seq 300); do
+		agent=$(kc -n epollfix get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
+		[ -n "$agent" ] && [ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] && break
+		sleep 0.2
+	done
+	[ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] ||
+		fail "the agent is not ready: $(kc -n epollfix describe pod "$agent" | tail -n 20)"
+	# Scraped as Prometheus would, from the pod's network (its address, the
+	# port the chart's annotations name).
+	exporter=$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.podIP}')
+	for i in $(seq 100); do
+		scraped=$(curl -sf "http://$exporter:9100/metrics" 2>/dev/null) || true
+		grep -q 'pod="musl"' <<<"$scraped" && grep -q 'pod="served"' <<<"$scraped" && break
+		sleep 0.3
+	done
+	echo "$scraped" >"$BATS_TEST_TMPDIR/scraped"
+	for p in served musl; do
+		uid=$(kc -n shop get pod "$p" -o jsonpath='{.metadata.uid}')
+		# (node_exporter sorts the labels.)
+		grep '^epollfix_library_loaded{' <<<"$scraped" | grep -F "namespace=\"shop\"" | grep -F "pod=\"$p\"" |
+			grep -F "container=\"app\"" | grep -F "pod_uid=\"$uid\"" | grep -qF 'state="loaded"} 1' ||
+			fail "no loaded library for shop/$p: $(grep "pod=\"$p\"" <<<"$scraped" | head -5)"
+		grep -q "^epollfix_upgraded_waits_total{.*pod=\"$p\".*} [1-9]" <<<"$scraped" ||
+			fail "no upgraded waits for shop/$p: $(grep "pod=\"$p\"" <<<"$scraped" | head -5)"
+	done
+	# The pod that did not opt in has no series; none is keyed by process.
+	! grep -q 'pod="plain"' <<<"$scraped" || fail "a series for shop/plain: $(grep 'pod="plain"' <<<"$scraped" | head -3)"
+	! grep -q '^epollfix_.*[{,]pid="' <<<"$scraped" || fail "series keyed by pid: $(grep '[{,]pid="' <<<"$scraped" | head -3)"
+	echo "# agent: $(grep -c '^epollfix_' <<<"$scraped") epollfix series for 2 injected pods" >&3
 }
