@@ -36,6 +36,7 @@ setup_file() {
 		echo "images not loaded: $(tail -n 5 "$BATS_FILE_TMPDIR/start.log")" >"$BATS_FILE_TMPDIR/why"
 }
 
+# The cluster's stop says what it left behind, if anything, and fails.
 teardown_file() {
 	[ ! -f "$BATS_FILE_TMPDIR/cluster/env" ] || "$EPOLLFIX_SRC/tests/kubernetes/cluster" stop "$BATS_FILE_TMPDIR/cluster"
 }
