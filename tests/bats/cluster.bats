@@ -192,7 +192,7 @@ served() {
 	assert_output "epollfix-copy 0"
 }
 
-@test "chart, image volume of an image without the library: the pod runs, and its output says the library was not loaded" {
+@test "chart: a library that cannot load shows: an image volume without it (the pod runs, its log says so), a musl container not named musl (the pod fails, its log says why)" {
 	# The sandbox image: a root with /pause and nothing else, as an image
 	# volume that mounted empty would look.
 	install image --set image.repository=localhost/epollfix-test/pause
@@ -202,6 +202,15 @@ served() {
 	run kc -n shop logs empty
 	assert_output --partial "/epollfix/glibc/libepollfix.so' from LD_PRELOAD cannot be preloaded"
 	refute_output --partial "epollfix["
+	# The glibc build in a musl program: musl's loader stops it (exit 127).
+	run "$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster"
+	install image
+	pod shop unnamed unnamed ef-sleep-musl 100
+	[ "$(finished shop unnamed)" = Failed ] || fail "shop/unnamed did not fail: $(kc -n shop describe pod unnamed | tail)"
+	run kc -n shop get pod unnamed -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}'
+	assert_output 127
+	run kc -n shop logs unnamed
+	assert_output --partial "symbol not found"
 }
 
 @test "helm uninstall: running injected pods keep running with the library, restart count 0; pods made after are not injected" {
