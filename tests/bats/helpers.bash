@@ -77,6 +77,19 @@ skip_missing() {
 	skip "$1"
 }
 
+# k8s_tools (in setup_file): K8S_TOOLS, the Kubernetes tools
+# scripts/install-k8s-tools builds into build/k8s-tools (EPOLLFIX_K8S_TOOLS:
+# a directory of tools of your own instead). Built here, the first time, by the
+# run for build/: minutes then, or the wait for scripts/test's own build of
+# them; nothing after. What it builds and any warning go to the TAP stream.
+k8s_tools() {
+	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$EPOLLFIX_SRC/build/k8s-tools}
+	if [ -z "${EPOLLFIX_K8S_TOOLS:-}" ] &&
+		[ "$(realpath "$EPOLLFIX_BUILD")" = "$(realpath "$EPOLLFIX_SRC/build")" ]; then
+		"$EPOLLFIX_SRC/scripts/install-k8s-tools" 2>&1 >/dev/null | sed 's/^/# /' >&3 || true
+	fi
+}
+
 # The version meson.build's project() sets, the one place it is written.
 project_version() {
 	meson introspect --projectinfo "$EPOLLFIX_BUILD" |

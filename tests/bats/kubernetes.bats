@@ -10,17 +10,9 @@
 # after (EPOLLFIX_K8S_TOOLS names a directory of tools of your own instead).
 
 setup_file() {
-	local src
-	src=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$src/build/k8s-tools}
-	export CHART=$src/deploy/helm/epollfix
-	# Built here, the first time, by the run that uses them (see once): minutes
-	# then, or the wait for scripts/test's own build of them; nothing after.
-	# What it builds and any warning go to the TAP stream as comments.
-	if [ -z "${EPOLLFIX_K8S_TOOLS:-}" ] &&
-		[ "$(realpath "${EPOLLFIX_BUILD:-$src/build}")" = "$(realpath "$src/build")" ]; then
-		"$src/scripts/install-k8s-tools" 2>&1 >/dev/null | sed 's/^/# /' >&3 || true
-	fi
+	load helpers
+	k8s_tools
+	export CHART=$EPOLLFIX_SRC/deploy/helm/epollfix
 }
 
 setup() {
@@ -32,6 +24,8 @@ setup() {
 
 teardown() {
 	local c
+	[ ! -f "$BATS_TEST_TMPDIR/cluster-dir" ] ||
+		"$EPOLLFIX_SRC/tests/kubernetes/cluster" stop "$(cat "$BATS_TEST_TMPDIR/cluster-dir")"
 	stop_tracked KILL
 	# Deepest first: a cgroup goes only once it is empty and has no child.
 	sort -r "$cgroups_file" | while read -r c; do rmdir "$c" 2>/dev/null || true; done
@@ -294,39 +288,19 @@ free_port() {
 }
 
 kc() {
-	"$K8S_TOOLS/bin/kubectl" --server "https://127.0.0.1:$api_port" --token "$token" \
-		--insecure-skip-tls-verify "$@"
+	"$K8S_TOOLS/bin/kubectl" --kubeconfig "$KUBECONFIG" "$@"
 }
 
-# A cluster of etcd and kube-apiserver on 127.0.0.1, in $BATS_TEST_TMPDIR.
+# etcd and kube-apiserver on 127.0.0.1, in $BATS_TEST_TMPDIR, as
+# tests/kubernetes/cluster starts them (stopped by teardown): no node.
 start_cluster() {
 	local d=$BATS_TEST_TMPDIR/cluster
-	mkdir -p "$d"
-	local etcd_port peer_port
-	etcd_port=$(free_port) peer_port=$(free_port) api_port=$(free_port)
-	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	echo "$token,admin,admin,system:masters" >"$d/tokens.csv"
-	openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
-	openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
-	"$K8S_TOOLS/bin/etcd" --name t --data-dir "$d/etcd" \
-		--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-		--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-		--initial-cluster "t=http://127.0.0.1:$peer_port" >"$d/etcd.log" 2>&1 &
-	track_pid $!
-	"$K8S_TOOLS/bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-		--cert-dir "$d/certs" --token-auth-file "$d/tokens.csv" --authorization-mode AlwaysAllow \
-		--service-account-issuer https://kubernetes.default.svc \
-		--service-account-key-file "$d/sa.pub" --service-account-signing-key-file "$d/sa.key" \
-		--service-cluster-ip-range 10.96.0.0/24 --endpoint-reconciler-type none \
-		>"$d/apiserver.log" 2>&1 &
-	track_pid $!
-	for i in $(seq 600); do
-		[ "$(kc get --raw /readyz 2>/dev/null)" = ok ] && break
-		kill -0 "$!" 2>/dev/null || fail "kube-apiserver stopped: $(tail -n 20 "$d/apiserver.log")"
-		sleep 0.2
-	done
-	[ "$(kc get --raw /readyz 2>/dev/null)" = ok ] || fail "kube-apiserver not ready: $(tail -n 20 "$d/apiserver.log")"
+	echo "$d" >"$BATS_TEST_TMPDIR/cluster-dir"
+	run "$EPOLLFIX_SRC/tests/kubernetes/cluster" start "$d" apiserver
+	[ "$status" = 0 ] || fail "tests/kubernetes/cluster start: $output"
+	# shellcheck source=/dev/null
+	. "$d/env"
+	export KUBECONFIG
 	kc api-resources --api-group admissionregistration.k8s.io -o name | grep -q '^mutatingadmissionpolicies' ||
 		fail "no MutatingAdmissionPolicy API served"
 	for ns in shop epollfix strict; do
@@ -519,15 +493,7 @@ spec:
 			"securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]}'
 	# helm itself against the cluster, as a user installs: it asks the
 	# cluster which APIs it serves, and says what it made.
-	cat >"$BATS_TEST_TMPDIR/kubeconfig" <<KC
-apiVersion: v1
-kind: Config
-clusters: [{name: t, cluster: {server: "https://127.0.0.1:$api_port", insecure-skip-tls-verify: true}}]
-users: [{name: t, user: {token: "$token"}}]
-contexts: [{name: t, context: {cluster: t, user: t}}]
-current-context: t
-KC
-	run "$K8S_TOOLS/bin/helm" install live "$CHART" --namespace epollfix --kubeconfig "$BATS_TEST_TMPDIR/kubeconfig" \
+	run "$K8S_TOOLS/bin/helm" install live "$CHART" --namespace epollfix --kubeconfig "$KUBECONFIG" \
 		--set prometheusOperator.enabled=true
 	assert_success
 	assert_output --partial "Injection (admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, files by image)"

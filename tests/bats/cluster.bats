@@ -1,0 +1,284 @@
+#!/usr/bin/env bats
+# epollfix in pods that a real kubelet starts: a cluster of one node built here
+# (tests/kubernetes/cluster: etcd, kube-apiserver, controller manager,
+# scheduler, kubelet, containerd with runc and the CNI bridge), the chart
+# installed by helm in both of its modes, the project's image and the test
+# programs' image built as tests/bats/containers.bats builds them
+# (tests/containers/images) and loaded into containerd without a registry.
+# The programs' lateness is read from the pods' own output (kubectl logs).
+# Needs root; the tools come from scripts/install-k8s-tools, as for
+# kubernetes.bats.
+
+setup_file() {
+	load helpers
+	export CHART=$EPOLLFIX_SRC/deploy/helm/epollfix
+	export K8S_TOOLS=${EPOLLFIX_K8S_TOOLS:-$EPOLLFIX_SRC/build/k8s-tools}
+	: >"$BATS_FILE_TMPDIR/why"
+	# The images hold both builds: made and run once, in the run for build/.
+	[ "$(realpath "$EPOLLFIX_BUILD")" = "$(realpath "$EPOLLFIX_SRC/build")" ] || return 0
+	[ "$(id -u)" = 0 ] || { echo "a node needs root (cgroups, mounts, runc)" >"$BATS_FILE_TMPDIR/why"; return 0; }
+	k8s_tools
+	if ! "$EPOLLFIX_SRC/tests/containers/images" "$EPOLLFIX_BUILD" >"$BATS_FILE_TMPDIR/images.log" 2>&1; then
+		echo "no test images: $(tail -1 "$BATS_FILE_TMPDIR/images.log")" >"$BATS_FILE_TMPDIR/why"
+		return 0
+	fi
+	local t=$SECONDS cluster=$BATS_FILE_TMPDIR/cluster
+	export PODMAN=$EPOLLFIX_BUILD/containers/podman
+	if ! "$EPOLLFIX_SRC/tests/kubernetes/cluster" start "$cluster" >"$BATS_FILE_TMPDIR/start.log" 2>&1; then
+		echo "tests/kubernetes/cluster start: $(tail -n 5 "$BATS_FILE_TMPDIR/start.log")" >"$BATS_FILE_TMPDIR/why"
+		return 0
+	fi
+	echo "# cluster: node Ready in $((SECONDS - t)) s" >&3
+	local images=(localhost/epollfix-test/epollfix:current localhost/epollfix-test/progs:current)
+	! "$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
+		images+=(localhost/epollfix-test/node-exporter:current)
+	"$EPOLLFIX_SRC/tests/kubernetes/cluster" load "$cluster" "${images[@]}" >>"$BATS_FILE_TMPDIR/start.log" 2>&1 ||
+		echo "images not loaded: $(tail -n 5 "$BATS_FILE_TMPDIR/start.log")" >"$BATS_FILE_TMPDIR/why"
+}
+
+# The cluster's stop says what it left behind, if anything, and fails.
+teardown_file() {
+	[ ! -f "$BATS_FILE_TMPDIR/cluster/env" ] || "$EPOLLFIX_SRC/tests/kubernetes/cluster" stop "$BATS_FILE_TMPDIR/cluster"
+}
+
+setup() {
+	load helpers
+	if [ "$(realpath "$EPOLLFIX_BUILD")" != "$(realpath "$EPOLLFIX_SRC/build")" ]; then
+		skip "tested in the run for build/ only (this is ${EPOLLFIX_BUILD##*/}): the images hold both builds"
+	fi
+	[ ! -s "$BATS_FILE_TMPDIR/why" ] || skip_missing "$(cat "$BATS_FILE_TMPDIR/why")"
+	# shellcheck source=/dev/null
+	. "$BATS_FILE_TMPDIR/cluster/env"
+	export KUBECONFIG
+}
+
+teardown() {
+	[ ! -f "$BATS_FILE_TMPDIR/cluster/env" ] || {
+		"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null 2>&1 || true
+		kc delete namespace shop strict --wait=false >/dev/null 2>&1 || true
+	}
+}
+
+kc() { "$K8S_TOOLS/bin/kubectl" "$@"; }
+
+# install MODE [helm --set...]: the chart, in MODE, from the images built here.
+install() {
+	local mode=$1
+	shift
+	run "$EPOLLFIX_SRC/tests/kubernetes/cluster" install "$BATS_FILE_TMPDIR/cluster" --set injection.mode="$mode" "$@"
+	assert_success
+}
+
+# namespace NAME [LEVEL]: a fresh namespace, at that Pod Security level.
+namespace() {
+	kc delete namespace "$1" --wait >/dev/null 2>&1 || true
+	kc create namespace "$1" >/dev/null
+	[ -z "${2:-}" ] || kc label namespace "$1" "pod-security.kubernetes.io/enforce=$2" >/dev/null
+	local i
+	for i in $(seq 100); do
+		kc -n "$1" get serviceaccount default >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	fail "no default ServiceAccount in $1"
+}
+
+# pod NS NAME OPT-IN PROGRAM COUNT: a pod timing COUNT 50 us sleeps
+# (tests/kubernetes/timer-pod).
+pod() {
+	"$EPOLLFIX_SRC/tests/kubernetes/timer-pod" "$@" | kc create -f - >/dev/null || fail "kubectl create pod $1/$2"
+}
+
+# pid NS NAME [CONTAINER]: the host's pid of the process of the pod's
+# container (default: its first).
+pid() {
+	local id
+	if [ -n "${3:-}" ]; then
+		id=$(kc -n "$1" get pod "$2" -o jsonpath="{.status.containerStatuses[?(@.name==\"$3\")].containerID}")
+	else
+		id=$(kc -n "$1" get pod "$2" -o jsonpath='{.status.containerStatuses[0].containerID}')
+	fi
+	"$EPOLLFIX_SRC/tests/kubernetes/cluster" crictl "$BATS_FILE_TMPDIR/cluster" inspect \
+		--output go-template --template '{{.info.pid}}' "${id#containerd://}"
+}
+
+# running NS NAME...: waits until each pod runs (1 min).
+running() {
+	local ns=$1 p i
+	shift
+	for p in "$@"; do
+		for i in $(seq 300); do
+			[ "$(kc -n "$ns" get pod "$p" -o jsonpath='{.status.phase}')" = Running ] && continue 2
+			sleep 0.2
+		done
+		fail "$ns/$p is not running: $(kc -n "$ns" describe pod "$p" | tail -n 15)"
+	done
+}
+
+# finished NS NAME: waits until the pod ends (3 min), then its phase.
+finished() {
+	local i phase
+	for i in $(seq 900); do
+		phase=$(kc -n "$1" get pod "$2" -o jsonpath='{.status.phase}')
+		case $phase in Succeeded | Failed) echo "$phase" && return 0 ;; esac
+		sleep 0.2
+	done
+	echo "still $phase: $(kc -n "$1" describe pod "$2" | tail -n 15)"
+}
+
+# late: the median lateness in us of the 50 us sleeps of the log in $output
+# (the program's own summary).
+late() {
+	local median
+	median=$(sed -n 's/^median_us=\([0-9]*\) .*/\1/p' <<<"$output")
+	[ -n "$median" ] || fail "no median in the pod's output: $output"
+	echo $((median - 50))
+}
+
+# served NS: a glibc and a musl pod, each with the annotation and without:
+# the library loaded where asked (its report in the pod's output) and the
+# sleeps' lateness to show it; none where not asked.
+served() {
+	local ns=$1 p prog phase l
+	for p in c musl; do
+		prog=ef-sleep
+		[ $p = c ] || prog=ef-sleep-musl
+		pod "$ns" "$p-on" true "$prog" 2000
+		pod "$ns" "$p-off" false "$prog" 1000
+	done
+	for p in c-on c-off musl-on musl-off; do
+		phase=$(finished "$ns" "$p")
+		[ "$phase" = Succeeded ] || fail "$ns/$p: $phase $(kc -n "$ns" logs "$p" 2>&1)"
+		output=$(kc -n "$ns" logs -c app "$p")
+		l=$(late)
+		echo "# $ns/$p: median $l us late" >&3
+		echo "$ns/$p $l" >>"$BATS_FILE_TMPDIR/lateness"
+		case $p in
+		*-on)
+			[ "$(kc -n "$ns" get pod "$p" -o jsonpath='{.metadata.annotations.epollfix\.io/injected}')" != "" ] ||
+				fail "$ns/$p not injected"
+			[ "$(report_count upgraded)" -gt 0 ] || fail "$ns/$p: nothing upgraded: $output"
+			[ "$l" -lt 600 ] || fail "$ns/$p: $l us late with the library: $output"
+			;;
+		*-off)
+			refute_output --partial "epollfix["
+			[ "$l" -gt 900 ] || fail "$ns/$p: only $l us late without the library: $output"
+			;;
+		esac
+	done
+}
+
+@test "cluster: the node built here is Ready, on containerd v2 and the sandbox image built here" {
+	run kc get node "$node" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion} {.status.nodeInfo.kubeletVersion}'
+	assert_success
+	assert_output --regexp '^containerd://v?2\.[1-9][0-9]*\.[0-9]+ v1\.37\.'
+	run kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'
+	assert_output True
+}
+
+@test "chart, image volume: helm install; glibc and musl pods that opt in load the library from the image volume and wake on time, the others do not" {
+	install image
+	namespace shop
+	served shop
+	# The volume is the image, mounted by containerd.
+	run kc -n shop get pod c-on -o jsonpath='{.spec.volumes[?(@.name=="epollfix")].image.reference}'
+	assert_output localhost/epollfix-test/epollfix:current
+}
+
+@test "chart, init container: under the restricted Pod Security level, the init container's copy serves glibc and musl pods" {
+	install initContainer
+	namespace strict restricted
+	served strict
+	run kc -n strict get pod c-on -o jsonpath='{.status.initContainerStatuses[0].name} {.status.initContainerStatuses[0].state.terminated.exitCode}'
+	assert_output "epollfix-copy 0"
+}
+
+@test "chart: a library that cannot load shows: an image volume without it (the pod runs, its log says so), a musl container not named musl (the pod fails, its log says why)" {
+	# The sandbox image: a root with /pause and nothing else, as an image
+	# volume that mounted empty would look.
+	install image --set image.repository=localhost/epollfix-test/pause
+	namespace shop
+	pod shop empty true ef-sleep 100
+	[ "$(finished shop empty)" = Succeeded ] || fail "the pod did not run: $(kc -n shop describe pod empty | tail)"
+	run kc -n shop logs empty
+	assert_output --partial "/epollfix/glibc/libepollfix.so' from LD_PRELOAD cannot be preloaded"
+	refute_output --partial "epollfix["
+	# The glibc build in a musl program: musl's loader stops it (exit 127).
+	run "$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster"
+	install image
+	pod shop unnamed unnamed ef-sleep-musl 100
+	[ "$(finished shop unnamed)" = Failed ] || fail "shop/unnamed did not fail: $(kc -n shop describe pod unnamed | tail)"
+	run kc -n shop get pod unnamed -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}'
+	assert_output 127
+	run kc -n shop logs unnamed
+	assert_output --partial "symbol not found"
+}
+
+@test "helm uninstall: running injected pods keep running with the library, restart count 0; pods made after are not injected" {
+	install image
+	namespace shop
+	pod shop long true ef-sleep 100000000
+	running shop long
+	local pid
+	pid=$(pid shop long)
+	grep -q '/glibc/libepollfix.so$' "/proc/$pid/maps" || fail "shop/long ($pid) has no library: $(cat "/proc/$pid/maps")"
+	run "$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster"
+	assert_success
+	pod shop after true ef-sleep 1000
+	[ "$(finished shop after)" = Succeeded ] || fail "shop/after did not run"
+	[ -z "$(kc -n shop get pod after -o jsonpath='{.metadata.annotations.epollfix\.io/injected}')" ] ||
+		fail "a pod made after helm uninstall was injected"
+	run kc -n shop logs after
+	refute_output --partial "epollfix["
+	run kc -n shop get pod long -o jsonpath='{.status.phase} {.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}'
+	assert_output "Running 0 true"
+	# The same process, the library still in it.
+	[ "$(pid shop long)" = "$pid" ] || fail "shop/long's process changed: $pid, now $(pid shop long)"
+	grep -q '/glibc/libepollfix.so$' "/proc/$pid/maps" || fail "shop/long lost its library"
+}
+
+@test "agent: the chart's DaemonSet on the node serves the injected pods' metrics through node_exporter, labelled with their namespace, pod and container" {
+	"$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
+		skip_missing "no node_exporter image: tests/containers/images makes it from Debian's prometheus-node-exporter (scripts/install-deps)"
+	install image --set agent.enabled=true --set agent.interval=1s \
+		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current
+	namespace shop
+	pod shop served true ef-sleep 100000000
+	pod shop plain false ef-sleep 100000000
+	pod shop musl true ef-sleep-musl 100000000
+	running shop served plain musl
+	# The agent's pod, Ready once node_exporter answers kubelet's probe.
+	local agent i scraped="" exporter uid
+	for i in $(seq 300); do
+		agent=$(kc -n epollfix get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
+		[ -n "$agent" ] && [ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] && break
+		sleep 0.2
+	done
+	[ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] ||
+		fail "the agent is not ready: $(kc -n epollfix describe pod "$agent" | tail -n 20)"
+	# Scraped as Prometheus would, from the pod's network (its address, the
+	# port the chart's annotations name).
+	exporter=$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.podIP}')
+	for i in $(seq 100); do
+		scraped=$(curl -sf "http://$exporter:9100/metrics" 2>/dev/null) || true
+		grep -q 'pod="musl"' <<<"$scraped" && grep -q 'pod="served"' <<<"$scraped" && break
+		sleep 0.3
+	done
+	echo "$scraped" >"$BATS_TEST_TMPDIR/scraped"
+	for p in served musl; do
+		uid=$(kc -n shop get pod "$p" -o jsonpath='{.metadata.uid}')
+		# (node_exporter sorts the labels.)
+		grep '^epollfix_library_loaded{' <<<"$scraped" | grep -F "namespace=\"shop\"" | grep -F "pod=\"$p\"" |
+			grep -F "container=\"app\"" | grep -F "pod_uid=\"$uid\"" | grep -qF 'state="loaded"} 1' ||
+			fail "no loaded library for shop/$p: $(grep "pod=\"$p\"" <<<"$scraped" | head -5)"
+		grep -q "^epollfix_upgraded_waits_total{.*pod=\"$p\".*} [1-9]" <<<"$scraped" ||
+			fail "no upgraded waits for shop/$p: $(grep "pod=\"$p\"" <<<"$scraped" | head -5)"
+	done
+	# The pod that did not opt in has no series; none of the pods' is keyed by
+	# process. (The node is this host: the agent also reports the host's own
+	# processes with the library, other tests' among them.)
+	local pods
+	pods=$(grep '^epollfix_.*namespace="shop"' <<<"$scraped")
+	! grep -q 'pod="plain"' <<<"$pods" || fail "a series for shop/plain: $(grep 'pod="plain"' <<<"$pods" | head -3)"
+	! grep -q '[{,]pid="' <<<"$pods" || fail "series keyed by pid: $(grep '[{,]pid="' <<<"$pods" | head -3)"
+	echo "# agent: $(grep -c . <<<"$pods") epollfix series for 2 injected pods" >&3
+}
