@@ -156,11 +156,14 @@ profile_run() {
 	run "$pm" run --rm "$image" --version
 	assert_success
 	assert_output --regexp '^epollfix [0-9]'
-	# What a pod sees where the image is mounted: the three files, no more.
+	# What a pod sees where the image is mounted: the three files, and the
+	# Go agent's static command when the glibc build has the BPF side, no more.
+	local agent=
+	[ ! -f "$EPOLLFIX_SRC/build/src/epollfix-agent-static" ] || agent="$mount/bin/epollfix-agent "
 	run ctr "$(image_volume)" -- find "$mount" -mindepth 1
 	assert_success
 	assert_equal "$(sort <<<"$output" | tr '\n' ' ')" \
-		"$mount/bin $mount/bin/epollfix $mount/glibc $mount/glibc/libepollfix.so $mount/musl $mount/musl/libepollfix.so "
+		"$mount/bin $mount/bin/epollfix $agent$mount/glibc $mount/glibc/libepollfix.so $mount/musl $mount/musl/libepollfix.so "
 }
 
 @test "chart, image volume: LD_PRELOAD as the policy sets it loads the library into a glibc and a musl program" {

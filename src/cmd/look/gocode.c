@@ -207,7 +207,7 @@ int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **
 			*why = "runtime code not understood";
 			goto out;
 		}
-	uint64_t epfd_init, epfd_poll, wake_init, wake_poll, lastpoll;
+	uint64_t epfd_init = 0, epfd_poll = 0, wake_init = 0, wake_poll = 0, lastpoll;
 	if (only(&u[NETPOLLINIT].st32, NULL, &epfd_init) != 0 ||
 	    only(&u[NETPOLL].cmp_m1, NULL, &epfd_poll) != 0 || epfd_init != epfd_poll) {
 		*why = "runtime.epfd not found in runtime.netpollinit and runtime.netpoll";
