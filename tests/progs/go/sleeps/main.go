@@ -1,6 +1,7 @@
 // Sleeps of a given length, N times; prints each sleep's lateness in
 // nanoseconds (one per line) after all of them, and fails if any came back
-// early. Usage: sleeps DURATION COUNT
+// early. Usage: sleeps DURATION COUNT. With SLEEPS_AFTER=D in its environment,
+// the sleeps begin D after the start (bench/go-agent-many: attached by then).
 package main
 
 import (
@@ -13,6 +14,9 @@ import (
 
 func main() {
 	d, n := args.Duration("sleeps DURATION COUNT", true)
+	if after, err := time.ParseDuration(os.Getenv("SLEEPS_AFTER")); err == nil {
+		time.Sleep(after)
+	}
 	late := make([]time.Duration, n)
 	early := 0
 	for i := range late {
