@@ -1,7 +1,6 @@
 // Sleeps of a given length, N times; prints each sleep's lateness in
 // nanoseconds (one per line) after all of them, and fails if any came back
-// early. Usage: sleeps DURATION COUNT. With SLEEPS_AFTER=D in its environment,
-// the sleeps begin D after the start (bench/go-agent-many: attached by then).
+// early. Usage: sleeps DURATION COUNT (START_AFTER: args.StartAfter).
 package main
 
 import (
@@ -14,9 +13,7 @@ import (
 
 func main() {
 	d, n := args.Duration("sleeps DURATION COUNT", true)
-	if after, err := time.ParseDuration(os.Getenv("SLEEPS_AFTER")); err == nil {
-		time.Sleep(after)
-	}
+	args.StartAfter()
 	late := make([]time.Duration, n)
 	early := 0
 	for i := range late {
