@@ -10,17 +10,23 @@
  * pollUntil and arms a bpf_timer at it; the timer's callback schedules task
  * work in signal mode on the thread, which ends the wait with EINTR and
  * sends no signal. Go's netpoll(delay > 0) takes EINTR as "re-check timers".
+ * On kernels without that kfunc, the other sched_switch program sends the
+ * deadline to the agent, which sends SIGURG, Go's own preemption signal, at
+ * the deadline if the thread is still in that wait (agent_signal.c). The
+ * agent loads one of the two (agent_bpf.c).
  *
  * What makes a wrong or stale address harmless: the program only reads the
  * process's memory, never writes it; the callback acts only on a thread still
  * asleep in the same call (epoll_pwait on the epfd it armed for, timeout 1),
  * of a process still attached; a deadline already interrupted for is never
  * armed again (a stale pollUntil cannot spin the program). The worst case is
- * one early EINTR of a netpoll wait, which the runtime expects.
+ * one early EINTR of a netpoll wait, which the runtime expects (and, by the
+ * signal mechanism, a SIGURG, which the runtime ignores).
  *
  * Nothing here waits on user space: the agent that loaded it only fills
  * `procs`; killed, its maps and their timers go with its file descriptors;
- * stopped, the kernel goes on alone. */
+ * stopped, the kernel goes on alone (task work) or the waits keep their own
+ * 1 ms (signal: the deadlines the agent does not read are dropped). */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -37,11 +43,12 @@ char LICENSE[] SEC("license") = "GPL";
 #define NSEC_PER_MSEC 1000000ULL
 #define BPF_F_TIMER_ABS_ (1ULL << 0) /* Linux 6.7; older vmlinux.h lack it */
 
-/* The kernel's functions (kfuncs), resolved at load. */
-struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
-void bpf_task_release(struct task_struct *p) __ksym;
-void bpf_rcu_read_lock(void) __ksym;
-void bpf_rcu_read_unlock(void) __ksym;
+/* The kernel's functions (kfuncs), resolved at load; weak: only the task
+ * work program calls them, and it is not loaded on a kernel without them. */
+struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym __weak;
+void bpf_task_release(struct task_struct *p) __ksym __weak;
+void bpf_rcu_read_lock(void) __ksym __weak;
+void bpf_rcu_read_unlock(void) __ksym __weak;
 int bpf_task_work_schedule_signal_impl(struct task_struct *task, struct bpf_task_work *tw,
 				       void *map__map, bpf_task_work_callback_t callback,
 				       void *aux__prog) __ksym __weak;
@@ -76,6 +83,15 @@ struct {
 	__type(value, struct thread);
 } threads SEC(".maps");
 
+/* The signal mechanism's threads (struct ef_bpf_sigwait): the agent reads
+ * them. Each mechanism's map is sized to 1 when the other is loaded. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EF_BPF_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct ef_bpf_sigwait);
+} sigwaits SEC(".maps");
+
 /* Per tgid, how many times it exec'd or ended (agent_bpf.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -89,6 +105,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, EF_BPF_EVENTS_SIZE);
 } events SEC(".maps");
+
+/* The signal mechanism's waits (struct ef_bpf_deadline), to the agent:
+ * 2048 records; when the agent falls behind, waits keep their own 1 ms. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} deadlines SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -110,16 +133,13 @@ static __always_inline void count(__u32 which, struct ef_bpf_proc *p)
 /* The task-work callback runs when the thread returns to user space, the
  * wait over with EINTR: how late after the runtime's deadline the program
  * has its thread back, the lateness the program sees. */
-static int work_done(struct bpf_map *map, void *key, void *value)
+/* How late after the runtime's deadline the program had its thread back,
+ * the lateness the program sees, in the library's buckets (live.h's
+ * ef_late_bucket): at most 2^b us. */
+static __always_inline void record_late(struct ef_bpf_proc *p, __u64 late)
 {
-	struct thread *t = value;
-	__u64 now = bpf_ktime_get_ns(), ended = t->ended;
-	struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &t->tgid);
-	if (!p || !ended || now < ended)
-		return 0;
-	__u64 late = now - ended, us = (late + 999) / 1000;
+	__u64 us = (late + 999) / 1000;
 	__u32 b = 0;
-	/* The library's buckets (live.h's ef_late_bucket): at most 2^b us. */
 	for (__u32 i = 0; i < EF_BPF_LATE_BUCKETS - 1; i++)
 		if (us > (1ULL << i))
 			b = i + 1;
@@ -127,6 +147,16 @@ static int work_done(struct bpf_map *map, void *key, void *value)
 		__sync_fetch_and_add(&p->late[b], 1);
 		__sync_fetch_and_add(&p->late_ns, late);
 	}
+}
+
+static int work_done(struct bpf_map *map, void *key, void *value)
+{
+	struct thread *t = value;
+	__u64 now = bpf_ktime_get_ns(), ended = t->ended;
+	struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &t->tgid);
+	if (!p || !ended || now < ended)
+		return 0;
+	record_late(p, now - ended);
 	t->ended = 0;
 	return 0;
 }
@@ -192,6 +222,59 @@ static __always_inline __s64 timens_offset(struct task_struct *task)
 	return ts.tv_sec * (__s64)NSEC_PER_SEC + ts.tv_nsec;
 }
 
+/* The wait prev goes to sleep in, when it is its runtime's netpoll wait
+ * (epoll_pwait(runtime.epfd, ..., 1, NULL), the netpoller blocking) and the
+ * runtime's deadline falls within its 1 ms: 0 with *w filled, or -1 (counted
+ * when it was such a call). Shared by both mechanisms. */
+struct wait {
+	__u64 deadline; /* host CLOCK_MONOTONIC */
+	__u64 until;    /* the runtime's pollUntil, its clock */
+	__s32 epfd;
+};
+
+static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
+					 struct ef_bpf_proc *p, struct wait *w)
+{
+	struct pt_regs *regs;
+	__s32 epfd;
+	__s64 sched[3]; /* goidgen, lastpoll, pollUntil: runtime.schedt's first words */
+
+	if (preempt || prev->__state != TASK_INTERRUPTIBLE)
+		return -1;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (BPF_CORE_READ(regs, orig_ax) != EF_BPF_NR_EPOLL_PWAIT || BPF_CORE_READ(regs, r10) != 1 ||
+	    BPF_CORE_READ(regs, r8) != 0)
+		return -1;
+	count(EF_BC_WAITS, p);
+	if (bpf_probe_read_user(&epfd, sizeof(epfd), (void *)p->epfd_addr) != 0 ||
+	    bpf_probe_read_user(sched, sizeof(sched), (void *)p->sched_addr) != 0) {
+		count(EF_BC_UNREADABLE, p);
+		return -1;
+	}
+	if ((__s32)BPF_CORE_READ(regs, di) != epfd) {
+		count(EF_BC_OTHER_FD, p);
+		return -1;
+	}
+	/* lastpoll is 0 while the netpoller blocks (runtime/proc.go). */
+	if (sched[1] != 0 || sched[2] <= 0) {
+		count(EF_BC_NOT_POLLING, p);
+		return -1;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	w->until = (__u64)sched[2];
+	w->deadline = w->until - timens_offset(prev);
+	w->epfd = epfd;
+	/* A deadline this wait of 1 ms would miss, not one long past (a stale
+	 * address). */
+	if (w->deadline >= now + NSEC_PER_MSEC || w->deadline + NSEC_PER_MSEC < now) {
+		count(EF_BC_OUT_OF_RANGE, p);
+		return -1;
+	}
+	return 0;
+}
+
+/* Task work (Linux 6.18): a bpf_timer at the deadline whose callback ends
+ * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -199,9 +282,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ef_bpf_proc *p;
 	struct thread *t;
-	struct pt_regs *regs;
-	__s32 epfd;
-	__s64 sched[3]; /* goidgen, lastpoll, pollUntil: runtime.schedt's first words */
+	struct wait w;
 
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
@@ -209,37 +290,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t)
 		t->deadline = 0; /* whatever this sleep is, the one armed for is over */
-	if (preempt || prev->__state != TASK_INTERRUPTIBLE)
+	if (netpoll_wait(preempt, prev, p, &w) != 0)
 		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (BPF_CORE_READ(regs, orig_ax) != EF_BPF_NR_EPOLL_PWAIT || BPF_CORE_READ(regs, r10) != 1 ||
-	    BPF_CORE_READ(regs, r8) != 0)
-		return 0;
-	count(EF_BC_WAITS, p);
-	if (bpf_probe_read_user(&epfd, sizeof(epfd), (void *)p->epfd_addr) != 0 ||
-	    bpf_probe_read_user(sched, sizeof(sched), (void *)p->sched_addr) != 0) {
-		count(EF_BC_UNREADABLE, p);
-		return 0;
-	}
-	if ((__s32)BPF_CORE_READ(regs, di) != epfd) {
-		count(EF_BC_OTHER_FD, p);
-		return 0;
-	}
-	/* lastpoll is 0 while the netpoller blocks (runtime/proc.go). */
-	if (sched[1] != 0 || sched[2] <= 0) {
-		count(EF_BC_NOT_POLLING, p);
-		return 0;
-	}
-	__u64 now = bpf_ktime_get_ns();
-	__u64 until = (__u64)sched[2];
-	__u64 deadline = until - timens_offset(prev);
-	/* A deadline this wait of 1 ms would miss, not one long past (a stale
-	 * address) nor one already interrupted for (it would spin). */
-	if (deadline >= now + NSEC_PER_MSEC || deadline + NSEC_PER_MSEC < now) {
-		count(EF_BC_OUT_OF_RANGE, p);
-		return 0;
-	}
-	if (t && t->fired == until) {
+	/* A deadline already interrupted for: a stale one would spin. */
+	if (t && t->fired == w.until) {
 		count(EF_BC_REPEATED, p);
 		return 0;
 	}
@@ -261,14 +315,100 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 	}
 	t->tgid = tgid;
-	t->epfd = epfd;
-	t->pollUntil = until;
-	t->deadline = deadline;
+	t->epfd = w.epfd;
+	t->pollUntil = w.until;
+	t->deadline = w.deadline;
 	bpf_timer_set_callback(&t->timer, timer_fired);
-	if (bpf_timer_start(&t->timer, deadline, BPF_F_TIMER_ABS_) == 0)
+	if (bpf_timer_start(&t->timer, w.deadline, BPF_F_TIMER_ABS_) == 0)
 		count(EF_BC_ARMED, p);
 	else
 		t->deadline = 0, count(EF_BC_FULL, p);
+	return 0;
+}
+
+/* A thread of the signal mechanism that runs (or sleeps again): the wait
+ * recorded is over; a deadline that passed in it is never sent again (a
+ * stale pollUntil would spin). Back after the deadline and before its own
+ * 1 ms, the wait was ended at the deadline (by the agent's SIGURG, or an
+ * event that came after it): counted as such, with how late the program
+ * had its thread back, as the task work's callback does. */
+static __always_inline void sigwait_over(struct ef_bpf_sigwait *s)
+{
+	__u64 now;
+	if (!s->waiting)
+		return;
+	s->waiting = 0;
+	now = bpf_ktime_get_ns();
+	if (now < s->deadline)
+		return;
+	s->fired = s->pollUntil;
+	if (now < s->slept + NSEC_PER_MSEC) {
+		struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &s->tgid);
+		if (p) {
+			count(EF_BC_ENDED, p);
+			record_late(p, now - s->deadline);
+		}
+	}
+}
+
+/* Signal (Linux 5.15 and later, no task-work kfunc): the deadline goes to
+ * the agent through the ring buffer; it sends SIGURG at the deadline to a
+ * thread whose entry still names that wait (agent_signal.c). The thread
+ * that runs next clears its entry: running, it is in no wait, and a late
+ * signal finds it stale. One hash lookup per context switch on top of the
+ * attached-process lookup; no system call is hooked. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_signal, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, ntid = next->pid;
+	struct ef_bpf_proc *p;
+	struct ef_bpf_sigwait *s;
+	struct ef_bpf_deadline *e;
+	struct wait w;
+
+	s = bpf_map_lookup_elem(&sigwaits, &ntid);
+	if (s)
+		sigwait_over(s);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;
+	s = bpf_map_lookup_elem(&sigwaits, &tid);
+	if (s)
+		sigwait_over(s);
+	if (netpoll_wait(preempt, prev, p, &w) != 0)
+		return 0;
+	if (s && s->fired == w.until) {
+		count(EF_BC_REPEATED, p);
+		return 0;
+	}
+	if (!s) {
+		struct ef_bpf_sigwait fresh = { .tgid = tgid };
+		if (bpf_map_update_elem(&sigwaits, &tid, &fresh, BPF_NOEXIST) != 0) {
+			count(EF_BC_FULL, p);
+			return 0;
+		}
+		s = bpf_map_lookup_elem(&sigwaits, &tid);
+		if (!s)
+			return 0;
+	}
+	e = bpf_ringbuf_reserve(&deadlines, sizeof(*e), 0);
+	if (!e) {
+		count(EF_BC_FULL, p); /* the agent is behind, or stopped */
+		return 0;
+	}
+	s->seq++;
+	s->tgid = tgid;
+	s->pollUntil = w.until;
+	s->deadline = w.deadline;
+	s->slept = bpf_ktime_get_ns();
+	s->waiting = s->seq;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->deadline = w.deadline;
+	e->seq = s->seq;
+	bpf_ringbuf_submit(e, 0);
+	count(EF_BC_ARMED, p);
 	return 0;
 }
 
@@ -314,6 +454,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	bpf_map_delete_elem(&threads, &tid);
+	bpf_map_delete_elem(&sigwaits, &tid);
 	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		changed(id >> 32, 0);
 	return 0;

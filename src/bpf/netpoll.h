@@ -18,17 +18,41 @@ struct ef_bpf_event {
 	__u32 tgid;
 };
 
+/* The signal mechanism (kernels without the task-work kfunc): deadlines'
+ * records, one per netpoll wait the kernel saw begin. The agent arms a
+ * timer at `deadline` (host CLOCK_MONOTONIC) and, when it expires, sends
+ * SIGURG to the thread only if its sigwaits entry still says `waiting ==
+ * seq`: the same wait, never since run. */
+struct ef_bpf_deadline {
+	__u32 tgid, tid;
+	__u64 deadline;
+	__u64 seq;
+};
+
+/* sigwaits' value, keyed by thread id: written by the kernel only. */
+struct ef_bpf_sigwait {
+	__u64 seq;       /* waits seen, this thread's sequence word */
+	__u64 waiting;   /* the seq of the wait it sleeps in; 0 once it runs again */
+	__u64 deadline;  /* host CLOCK_MONOTONIC of that wait's deadline */
+	__u64 pollUntil; /* the runtime's deadline (its clock) */
+	__u64 fired;     /* a runtime deadline that passed in a wait: never sent again */
+	__u64 slept;     /* host CLOCK_MONOTONIC when the thread went to sleep in it */
+	__u32 tgid;
+	__u32 pad;
+};
+
 /* counters' keys (a per-CPU array: the agent sums the CPUs). */
 enum ef_bpf_counter {
 	EF_BC_WAITS,        /* attached threads asleep in epoll_pwait(..., 1, NULL) */
-	EF_BC_ARMED,        /* timers set at the runtime's deadline */
-	EF_BC_ENDED,        /* waits ended at the deadline (task work scheduled) */
+	EF_BC_ARMED,        /* timers set (signal: deadlines sent) at the runtime's deadline */
+	EF_BC_ENDED,        /* waits ended at the deadline (task work scheduled; signal: the
+			     * thread back after the deadline, before its own 1 ms) */
 	EF_BC_OTHER_FD,     /* the wait was not on runtime.epfd */
 	EF_BC_NOT_POLLING,  /* sched.lastpoll not 0, or no pollUntil */
 	EF_BC_OUT_OF_RANGE, /* pollUntil not within the 1 ms wait (or long past) */
 	EF_BC_REPEATED,     /* the deadline already interrupted for once */
 	EF_BC_UNREADABLE,   /* the addresses could not be read */
-	EF_BC_FULL,         /* no room in the threads' map, or the timer refused */
+	EF_BC_FULL,         /* no room in the threads' map or ring buffer, or the timer refused */
 	EF_BC_STALE,        /* the timer fired for a wait that was over */
 	EF_BC_AWAKE,        /* the thread was no longer in that wait */
 	EF_BC_DETACHED,     /* the process was detached meanwhile */

@@ -538,3 +538,78 @@ chooses() {
 	[ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
 	end_phases
 }
+
+# The signal mechanism, for kernels without the task-work kfunc, forced here
+# (--mechanism=signal) so that it runs on this kernel too: the agent sends
+# SIGURG at the deadline, which phases' signal.Notify counts.
+
+@test "agent --check: auto picks task work where the kfunc is, the signal otherwise; --mechanism=signal says SIGURG shows" {
+	run "$cmd" agent --check
+	assert_success
+	if grep -q "^task work: *bpf_task_work_schedule_signal:" <<<"$output"; then
+		assert_line "mechanism:   taskwork (auto: the kernel has the task-work kfunc)"
+	else
+		assert_line "mechanism:   signal (auto: no task-work kfunc in this kernel)"
+	fi
+	run "$cmd" agent --check --mechanism=signal
+	assert_success
+	assert_line "mechanism:   signal (--mechanism)"
+	assert_line --regexp "^agent: +applies: .*SIGURG.*subscribes to SIGURG \(signal.Notify\) sees one per wait ended"
+	run "$cmd" attach --mechanism=sigurg 1
+	assert_failure 2
+	assert_output --partial "--mechanism=sigurg: not auto, taskwork or signal"
+}
+
+@test "attach --mechanism=signal: 50 us sleeps end well under 1 ms, by SIGURG; detach leaves the program as it was" {
+	start_phases "$(prog local static phases)"
+	round 100
+	native "before attach"
+	start_agent attach --mechanism=signal "$prog_pid"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "attached: $output"
+	[ "$(field short)" -ge 150 ] || fail "attached: $output"
+	# The one thing it costs: a program that subscribes to SIGURG sees them.
+	[ "$(field sigurg)" -ge 150 ] || fail "no SIGURG seen: $output"
+	kill -INT "$agent_pid"
+	wait "$agent_pid"
+	grep -q "mechanism signal$" "$log" || fail "$(cat "$log")"
+	[ "$(counter ended)" -ge 150 ] || fail "$(cat "$log")"
+	round 100
+	native "after detach"
+	# signal.Notify's goroutine counts a little after the signal: by now,
+	# all of the agent's are in.
+	local seen
+	seen=$(field sigurg)
+	round 100
+	native "after detach"
+	[ "$(field sigurg)" = "$seen" ] || fail "SIGURG after detach: $output"
+	end_phases || fail "$(cat "$BATS_TEST_TMPDIR/phases.err")"
+}
+
+@test "--mechanism=signal, SIGKILL of the agent under load: the program's waits go back to its own 1 ms, exit 0" {
+	start_phases "$(prog local static phases)"
+	start_agent attach --mechanism=signal "$prog_pid"
+	echo 3000 >&4 # a round under way while the agent dies
+	sleep 0.1
+	kill -KILL "$agent_pid"
+	wait "$agent_pid" || true
+	await 1
+	round 100
+	native "after the kill"
+	end_phases
+}
+
+@test "--mechanism=signal, SIGSTOP of the agent: the waits keep their own 1 ms, short again after SIGCONT, exit 0" {
+	start_phases "$(prog local static phases)"
+	start_agent attach --mechanism=signal "$prog_pid"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "attached: $output"
+	kill -STOP "$agent_pid"
+	round 100
+	native "agent stopped"
+	kill -CONT "$agent_pid"
+	round 300
+	[ "$(field short)" -ge 150 ] || fail "after SIGCONT: $output"
+	report
+	end_phases
+}

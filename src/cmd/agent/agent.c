@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -28,6 +29,7 @@
 #include <linux/types.h>
 
 #include "agent_bpf.h"
+#include "agent_signal.h"
 #include "agentsel.h"
 #include "fmt.h"
 #include "goabi.h"
@@ -49,6 +51,8 @@ struct seen {
 
 static struct {
 	struct ef_abpf *bpf;
+	struct ef_asig *sig;     /* the signal mechanism's deadlines, or NULL */
+	enum ef_mechanism want, mech;
 	long only;               /* attach PID: that process alone */
 	struct ef_sel sel;
 	int verbose;
@@ -60,9 +64,10 @@ static struct {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: epollfix agent [--all | --path=PREFIX | --cgroup=PATH | --unit=NAME | --pods]... [--quiet]\n"
-		"       epollfix agent --check\n"
-		"       epollfix attach PID\n\n"
+		"usage: epollfix agent [--all | --path=PREFIX | --cgroup=PATH | --unit=NAME | --pods]... [--mechanism=M]\n"
+		"                      [--quiet]\n"
+		"       epollfix agent --check [--mechanism=M]\n"
+		"       epollfix attach [--mechanism=M] PID\n\n"
 		"Ends the Go runtime's 1 ms netpoll waits at the runtime's own deadline, from the\n"
 		"kernel (BPF): running Go programs and those that start later (agent), or one\n"
 		"running process (attach, in the foreground). Needs root. SIGINT or SIGTERM\n"
@@ -77,7 +82,9 @@ static void usage(FILE *out)
 		"                  NAME is NAME.service); a comma list\n"
 		"  --pods          those of Kubernetes pods that opted in (epollfix.io/inject:\n"
 		"                  the EPOLLFIX_POD_UID the chart's policy gives is the pod's)\n"
-		"  --check         say whether this kernel and these privileges allow it, and why\n");
+		"  --check         say whether this kernel and these privileges allow it, and why\n"
+		"  --mechanism=M   how a wait is ended: auto (default), taskwork (the kernel, no\n"
+		"                  signal, Linux 6.18), signal (the agent sends SIGURG, Linux 5.15)\n");
 }
 
 static int chosen(uint32_t pid, const char *path)
@@ -217,6 +224,13 @@ static void report(FILE *out)
 	uint64_t c[EF_BC_COUNT];
 	struct rusage ru;
 	ef_abpf_counters(A.bpf, c, EF_BC_COUNT);
+	if (A.sig) { /* what the signal mechanism's timers found, the agent's count */
+		uint64_t s[EF_ASIG_COUNT];
+		ef_asig_counters(A.sig, s);
+		c[EF_BC_STALE] += s[EF_ASIG_STALE];
+		c[EF_BC_DETACHED] += s[EF_ASIG_DETACHED];
+		c[EF_BC_FULL] += s[EF_ASIG_LATE] + s[EF_ASIG_FULL];
+	}
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(out,
 		"epollfix[%d] agent: %" PRIu64 " processes attached; %" PRIu64 " netpoll waits, %" PRIu64
@@ -224,44 +238,60 @@ static void report(FILE *out)
 		" other fd, %" PRIu64 " not polling, %" PRIu64 " out of range, %" PRIu64
 		" repeated, %" PRIu64 " unreadable, %" PRIu64 " full; timers that found: %" PRIu64
 		" stale, %" PRIu64 " awake, %" PRIu64 " detached, %" PRIu64 " busy; %" PRIu64
-		" processes exec'd or ended; %ld voluntary switches, %ld us CPU\n",
+		" processes exec'd or ended; %ld voluntary switches, %ld us CPU; mechanism %s\n",
 		(int)getpid(), A.attached, c[EF_BC_WAITS], c[EF_BC_ARMED], c[EF_BC_ENDED],
 		c[EF_BC_OTHER_FD], c[EF_BC_NOT_POLLING], c[EF_BC_OUT_OF_RANGE], c[EF_BC_REPEATED],
 		c[EF_BC_UNREADABLE], c[EF_BC_FULL], c[EF_BC_STALE], c[EF_BC_AWAKE], c[EF_BC_DETACHED],
 		c[EF_BC_BUSY], c[EF_BC_DROPPED], ru.ru_nvcsw,
 		(long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
-			ru.ru_stime.tv_usec);
+			ru.ru_stime.tv_usec,
+		ef_mechanism_name[A.mech]);
 	/* Then each process served now, in the line `epollfix status` gives it. */
 	ef_abpf_each(A.bpf, report_process, out);
 	fflush(out);
 }
 
+static const char *const mechanism_text[EF_MECH_COUNT] = {
+	[EF_MECH_TASKWORK] = "the kernel ends Go's netpoll waits at the runtime's deadline, no signal "
+			     "(tp_btf/sched_switch, bpf_timer, task work)",
+	[EF_MECH_SIGNAL] = "the kernel sends each netpoll wait's deadline to the agent, which sends "
+			   "SIGURG to the thread at that deadline (tp_btf/sched_switch, ring buffer, "
+			   "timerfd); a program that subscribes to SIGURG (signal.Notify) sees one "
+			   "per wait ended; stopped, the agent ends none",
+};
+
 static int check(void)
 {
 	struct utsname u;
-	int ok = 1;
+	int has[EF_KF_COUNT];
 	uname(&u);
 	printf("kernel:      %s %s\n", u.sysname, u.release);
-	int btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	int btf = ef_abpf_probe(has) == 0;
 	printf("BTF:         %s\n", btf ? "/sys/kernel/btf/vmlinux" : "no: /sys/kernel/btf/vmlinux missing (CONFIG_DEBUG_INFO_BTF)");
-	ok &= btf;
-	int tw = btf && (ef_abpf_kernel_has("bpf_task_work_schedule_signal_impl", 1) ||
-			 ef_abpf_kernel_has("bpf_task_work_schedule_signal", 1));
-	printf("task work:   %s\n", tw ? "bpf_task_work_schedule_signal: ends a wait with no signal"
-				  : "no bpf_task_work_schedule_signal kfunc (Linux 6.18 or later)");
-	ok &= tw;
+	for (int i = 0; btf && i < EF_KF_COUNT; i++)
+		printf("%s:%*s%s\n", ef_kfeatures[i].label, (int)(12 - strlen(ef_kfeatures[i].label)), "",
+		       has[i] ? ef_kfeatures[i].yes : ef_kfeatures[i].no);
 	printf("privileges:  %s\n", geteuid() == 0 ? "root" : "not root: the agent needs root");
-	ok &= geteuid() == 0;
+	enum ef_mechanism m = btf ? ef_abpf_choose(A.want, has) : EF_MECH_AUTO;
+	int ok = m != EF_MECH_AUTO && geteuid() == 0;
+	if (m == EF_MECH_AUTO)
+		printf("mechanism:   none%s: this kernel lacks what %s needs (above)\n",
+		       A.want == EF_MECH_AUTO ? "" : " of the one asked for",
+		       A.want == EF_MECH_AUTO ? "either" : ef_mechanism_name[A.want]);
+	else
+		printf("mechanism:   %s (%s)\n", ef_mechanism_name[m],
+		       A.want != EF_MECH_AUTO ? "--mechanism"
+		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
+					       : "auto: no task-work kfunc in this kernel");
 	char text[256];
 	struct ef_buf why = EF_BUF(text);
 	if (ok) {
-		struct ef_abpf *b = ef_abpf_open(&why);
+		struct ef_abpf *b = ef_abpf_open(m, &why);
 		ok = b != NULL;
 		ef_abpf_close(b);
 	}
 	if (ok)
-		printf("agent:       applies: the kernel ends Go's netpoll waits at the runtime's deadline "
-		       "(tp_btf/sched_switch, bpf_timer, task work)\n");
+		printf("agent:       applies: %s\n", mechanism_text[m]);
 	else
 		printf("agent:       does not apply%s%s: `epollfix PROGRAM` supervises a Go program "
 		       "instead (doc/go.md)\n",
@@ -285,10 +315,29 @@ static int run(void)
 		fprintf(stderr, "epollfix agent: needs root (see epollfix agent --check)\n");
 		return 1;
 	}
-	A.bpf = ef_abpf_open(&why);
+	int has[EF_KF_COUNT];
+	ef_abpf_probe(has);
+	A.mech = ef_abpf_choose(A.want, has);
+	if (A.mech == EF_MECH_AUTO) {
+		fprintf(stderr, "epollfix agent: this kernel lacks what %s needs (see epollfix agent "
+				"--check)\n",
+			A.want == EF_MECH_AUTO ? "the agent" : ef_mechanism_name[A.want]);
+		return 1;
+	}
+	A.bpf = ef_abpf_open(A.mech, &why);
 	if (!A.bpf) {
 		fprintf(stderr, "epollfix agent: %s (see epollfix agent --check)\n", text);
 		return 1;
+	}
+	if (A.mech == EF_MECH_SIGNAL) {
+		/* Its timerfd expires within 1 ns of a deadline, not the 50 us of
+		 * the default timer slack. */
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		if (!(A.sig = ef_asig_new(A.bpf))) {
+			fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
+			ef_abpf_close(A.bpf);
+			return 1;
+		}
 	}
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -303,8 +352,8 @@ static int run(void)
 		ef_abpf_close(A.bpf);
 		return 1;
 	}
-	int fds[] = { sfd, tfd, ef_abpf_events_fd(A.bpf), pfd };
-	for (int i = 0; i < 4; i++) {
+	int fds[] = { sfd, tfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
+	for (int i = 0; i < 5; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (fds[i] >= 0)
 			epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
@@ -319,8 +368,8 @@ static int run(void)
 	int done = 0;
 	uint64_t seconds = 0;
 	while (!done) {
-		struct epoll_event ev[4];
-		int n = epoll_wait(ep, ev, 4, -1);
+		struct epoll_event ev[5];
+		int n = epoll_wait(ep, ev, 5, -1);
 		for (int i = 0; i < n; i++) {
 			int fd = ev[i].data.fd;
 			if (fd == sfd) {
@@ -343,6 +392,8 @@ static int run(void)
 				ef_publish(A.bpf);
 			} else if (fd == pfd) {
 				done = 1; /* the process attached to is gone */
+			} else if (A.sig && fd == ef_asig_fd(A.sig)) {
+				ef_asig_due(A.sig);
 			} else {
 				ef_abpf_events(A.bpf, on_exec, NULL);
 			}
@@ -352,6 +403,7 @@ static int run(void)
 	ef_publish_close();
 	/* Detaching is closing: the kernel cancels the timers and the task work
 	 * still pending, and nothing is left in any program. */
+	ef_asig_free(A.sig);
 	ef_abpf_close(A.bpf);
 	free(A.seen);
 	free(A.next);
@@ -372,6 +424,16 @@ int ef_agent_main(int argc, char **argv)
 			want_check = 1;
 		} else if (!attach && ef_sel_option(&A.sel, a)) {
 			continue;
+		} else if (strncmp(a, "--mechanism=", 12) == 0) {
+			int m = EF_MECH_COUNT;
+			while (--m >= 0 && strcmp(a + 12, ef_mechanism_name[m]) != 0)
+				;
+			if (m < 0) {
+				fprintf(stderr, "epollfix %s: --mechanism=%s: not auto, taskwork or signal\n",
+					argv[0], a + 12);
+				return EXIT_USAGE;
+			}
+			A.want = (enum ef_mechanism)m;
 		} else if (strcmp(a, "--quiet") == 0) {
 			A.verbose = 0;
 		} else if (attach && !A.only && a[0] >= '1' && a[0] <= '9' &&

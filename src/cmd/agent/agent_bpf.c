@@ -19,7 +19,81 @@ struct ef_abpf {
 	struct ring_buffer *rb;
 	void (*fn)(uint32_t, void *);
 	void *arg;
+	void (*deadline_fn)(const struct ef_bpf_deadline *, void *);
+	void *deadline_arg;
 };
+
+const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "signal" };
+
+#define BOTH (1u << EF_MECH_TASKWORK | 1u << EF_MECH_SIGNAL)
+#define TASKWORK (1u << EF_MECH_TASKWORK)
+
+/* Each feature: how it is found in the kernel's BTF (a function, or an
+ * enum's value), and what --check says of it. */
+static const struct {
+	const char *name;
+	int kind; /* BTF_KIND_FUNC or BTF_KIND_ENUM (a value of an enum) */
+} probes[EF_KF_COUNT] = {
+	[EF_KF_RINGBUF] = { "BPF_MAP_TYPE_RINGBUF", BTF_KIND_ENUM },
+	[EF_KF_PT_REGS] = { "BPF_FUNC_task_pt_regs", BTF_KIND_ENUM },
+	[EF_KF_TIMER] = { "BPF_FUNC_timer_init", BTF_KIND_ENUM },
+	[EF_KF_TIMER_ABS] = { "BPF_F_TIMER_ABS", BTF_KIND_ENUM },
+	[EF_KF_TASKWORK] = { "bpf_task_work_schedule_signal_impl", BTF_KIND_FUNC },
+};
+
+const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT] = {
+	[EF_KF_RINGBUF] = { "ring buffer", "BPF_MAP_TYPE_RINGBUF: the kernel's events to the agent",
+			    "no BPF_MAP_TYPE_RINGBUF (Linux 5.8 or later)", BOTH },
+	[EF_KF_PT_REGS] = { "task regs", "bpf_task_pt_regs: the system call a thread sleeps in",
+			    "no bpf_task_pt_regs (Linux 5.15 or later)", BOTH },
+	[EF_KF_TIMER] = { "bpf_timer", "bpf_timer: a kernel timer at the deadline",
+			  "no bpf_timer (Linux 5.15 or later)", TASKWORK },
+	[EF_KF_TIMER_ABS] = { "absolute", "BPF_F_TIMER_ABS: the timer set at the runtime's deadline as is",
+			      "no BPF_F_TIMER_ABS (Linux 6.7 or later)", TASKWORK },
+	[EF_KF_TASKWORK] = { "task work", "bpf_task_work_schedule_signal: ends a wait with no signal",
+			     "no bpf_task_work_schedule_signal kfunc (Linux 6.18 or later)", TASKWORK },
+};
+
+static int btf_has(const struct btf *btf, const char *name, int kind)
+{
+	if (kind == BTF_KIND_FUNC)
+		return btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	__u32 n = btf__type_cnt(btf);
+	for (__u32 id = 1; id < n; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+		if (!btf_is_enum(t))
+			continue;
+		const struct btf_enum *e = btf_enum(t);
+		for (__u16 i = 0; i < btf_vlen(t); i++)
+			if (strcmp(btf__name_by_offset(btf, e[i].name_off), name) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+int ef_abpf_probe(int has[EF_KF_COUNT])
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	for (int i = 0; i < EF_KF_COUNT; i++)
+		has[i] = btf && btf_has(btf, probes[i].name, probes[i].kind);
+	btf__free(btf);
+	return btf ? 0 : -1;
+}
+
+enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT])
+{
+	for (int m = EF_MECH_TASKWORK; m < EF_MECH_COUNT; m++) {
+		if (want != EF_MECH_AUTO && want != (enum ef_mechanism)m)
+			continue;
+		int ok = 1;
+		for (int i = 0; i < EF_KF_COUNT; i++)
+			if (ef_kfeatures[i].needs & (1u << m))
+				ok &= has[i];
+		if (ok)
+			return (enum ef_mechanism)m;
+	}
+	return EF_MECH_AUTO;
+}
 
 /* libbpf's own messages: only its warnings, as one line each, when asked. */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -39,7 +113,18 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-struct ef_abpf *ef_abpf_open(struct ef_buf *why)
+static int on_deadline(void *ctx, void *data, size_t size)
+{
+	struct ef_abpf *b = ctx;
+	struct ef_bpf_deadline d;
+	if (size < sizeof(d) || !b->deadline_fn)
+		return 0;
+	memcpy(&d, data, sizeof(d));
+	b->deadline_fn(&d, b->deadline_arg);
+	return 0;
+}
+
+struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 {
 	struct ef_abpf *b = calloc(1, sizeof(*b));
 	const char *what = "out of memory";
@@ -47,13 +132,24 @@ struct ef_abpf *ef_abpf_open(struct ef_buf *why)
 		goto fail;
 	libbpf_set_print(getenv("EPOLLFIX_BPF_DEBUG") ? NULL : quiet);
 	what = "the kernel refused the program";
-	if (!(b->skel = ef_netpoll__open_and_load()))
+	if (!(b->skel = ef_netpoll__open()))
+		goto fail;
+	/* One of the two sched_switch programs: the other may call what this
+	 * kernel lacks (the verifier would refuse it); the map only it uses
+	 * shrinks to one entry. */
+	int signal = m == EF_MECH_SIGNAL;
+	if (bpf_program__set_autoload(b->skel->progs.on_switch, !signal) != 0 ||
+	    bpf_program__set_autoload(b->skel->progs.on_switch_signal, signal) != 0 ||
+	    bpf_map__set_max_entries(signal ? b->skel->maps.threads : b->skel->maps.sigwaits, 1) != 0 ||
+	    bpf_map__set_max_entries(b->skel->maps.deadlines, signal ? 64 * 1024 : 4096) != 0 ||
+	    ef_netpoll__load(b->skel) != 0)
 		goto fail;
 	what = "the kernel refused to attach the program";
 	if (ef_netpoll__attach(b->skel) != 0)
 		goto fail;
 	what = "no ring buffer";
-	if (!(b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, b, NULL)))
+	if (!(b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, b, NULL)) ||
+	    (signal && ring_buffer__add(b->rb, bpf_map__fd(b->skel->maps.deadlines), on_deadline, b) != 0))
 		goto fail;
 	return b;
 fail:;
@@ -158,12 +254,14 @@ int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, void *arg), void
 	return n;
 }
 
-int ef_abpf_kernel_has(const char *name, int kind_func)
+void ef_abpf_on_deadline(struct ef_abpf *b, void (*fn)(const struct ef_bpf_deadline *, void *),
+			 void *arg)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return 0;
-	int id = btf__find_by_name_kind(btf, name, kind_func ? BTF_KIND_FUNC : BTF_KIND_STRUCT);
-	btf__free(btf);
-	return id > 0;
+	b->deadline_fn = fn;
+	b->deadline_arg = arg;
+}
+
+int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.sigwaits), &tid, s);
 }

@@ -12,9 +12,38 @@
 #include "fmt.h"
 
 struct ef_abpf;
+struct ef_bpf_deadline;
+struct ef_bpf_sigwait;
 
-/* Loads and attaches the program: NULL with why in *why when it cannot. */
-struct ef_abpf *ef_abpf_open(struct ef_buf *why);
+/* How a wait is ended at its deadline: by the kernel's task work (no
+ * signal, Linux 6.18), or by the agent's SIGURG (agent_signal.c). */
+enum ef_mechanism { EF_MECH_AUTO, EF_MECH_TASKWORK, EF_MECH_SIGNAL, EF_MECH_COUNT };
+extern const char *const ef_mechanism_name[EF_MECH_COUNT]; /* auto, taskwork, signal */
+
+/* What the kernel offers, read from its BTF (loads nothing). */
+enum ef_kfeature {
+	EF_KF_RINGBUF,   /* BPF_MAP_TYPE_RINGBUF, 5.8: exec events, the signal's deadlines */
+	EF_KF_PT_REGS,   /* bpf_task_pt_regs, 5.15: the system call a thread sleeps in */
+	EF_KF_TIMER,     /* bpf_timer, 5.15 */
+	EF_KF_TIMER_ABS, /* BPF_F_TIMER_ABS, 6.7 */
+	EF_KF_TASKWORK,  /* the bpf_task_work_schedule_signal kfunc, 6.18 */
+	EF_KF_COUNT
+};
+struct ef_kfeature_info {
+	const char *label; /* --check's line */
+	const char *yes, *no;
+	unsigned needs;    /* the mechanisms that need it: 1 << enum ef_mechanism */
+};
+extern const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT];
+/* has[i]: 1 when the kernel has feature i. 0, or -1 when it has no BTF. */
+int ef_abpf_probe(int has[EF_KF_COUNT]);
+/* The mechanism `want` resolves to with what the kernel has: AUTO when it
+ * has too little for any (or for the one wanted). */
+enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT]);
+
+/* Loads and attaches the program of mechanism `m` (TASKWORK or SIGNAL):
+ * NULL with why in *why when it cannot. */
+struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why);
 void ef_abpf_close(struct ef_abpf *b);
 
 /* How often tgid exec'd or ended since the program was loaded: read before
@@ -41,8 +70,11 @@ size_t ef_abpf_each(struct ef_abpf *b, void (*fn)(uint32_t tgid, const struct ef
 int ef_abpf_events_fd(struct ef_abpf *b);
 int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, void *arg), void *arg);
 
-/* Whether this kernel has what the program needs, for --check: 1, or 0 with
- * why. Reads the kernel's BTF; loads nothing. */
-int ef_abpf_kernel_has(const char *name, int kind_func);
+/* The signal mechanism: each deadline the kernel sends is given to fn,
+ * read with the exec events (ef_abpf_events); and a thread's entry, whose
+ * `waiting` says whether it is still in the wait a deadline named. */
+void ef_abpf_on_deadline(struct ef_abpf *b, void (*fn)(const struct ef_bpf_deadline *, void *),
+			 void *arg);
+int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s);
 
 #endif

@@ -30,3 +30,12 @@ func Duration(usage string, count bool) (time.Duration, int) {
 	os.Exit(2)
 	return 0, 0
 }
+
+// StartAfter waits the Go duration in $START_AFTER, if any, before the
+// program's measured part: a benchmark's agent has attached it by then
+// (bench/go-agent). Not set, it returns at once.
+func StartAfter() {
+	if d, err := time.ParseDuration(os.Getenv("START_AFTER")); err == nil && d > 0 {
+		time.Sleep(d)
+	}
+}

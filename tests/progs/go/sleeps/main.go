@@ -1,6 +1,6 @@
 // Sleeps of a given length, N times; prints each sleep's lateness in
 // nanoseconds (one per line) after all of them, and fails if any came back
-// early. Usage: sleeps DURATION COUNT
+// early. Usage: sleeps DURATION COUNT (START_AFTER: args.StartAfter).
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 
 func main() {
 	d, n := args.Duration("sleeps DURATION COUNT", true)
+	args.StartAfter()
 	late := make([]time.Duration, n)
 	early := 0
 	for i := range late {

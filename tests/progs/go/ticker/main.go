@@ -2,7 +2,7 @@
 // "ticks=N early=E nvcsw=V cpu_us=C" (a tick never comes before its period
 // has passed since the start; V and C: the process's voluntary context
 // switches and CPU time, from getrusage) and fails if any came early.
-// Usage: ticker PERIOD COUNT
+// Usage: ticker PERIOD COUNT (START_AFTER: args.StartAfter)
 package main
 
 import (
@@ -16,6 +16,7 @@ import (
 
 func main() {
 	d, n := args.Duration("ticker PERIOD COUNT", true)
+	args.StartAfter()
 	// The clock first: the ticker's deadlines count from its creation, after.
 	start := time.Now()
 	t := time.NewTicker(d)
