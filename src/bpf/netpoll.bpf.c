@@ -105,6 +105,9 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, EF_BPF_EVENTS_SIZE);
 } events SEC(".maps");
+/* When an exec last woke the agent (changed()). */
+static __u64 exec_woken_at;
+
 
 /* The signal mechanism's waits (struct ef_bpf_deadline), to the agent:
  * 2048 records; when the agent falls behind, waits keep their own 1 ms. */
@@ -428,13 +431,19 @@ static __always_inline void changed(__u32 tgid, int exec)
 	if (exec) {
 		struct ef_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (e) {
+			__u64 now = bpf_ktime_get_ns();
+			int wake = now - exec_woken_at >= EF_BPF_WAKE_GAP_NS ||
+				   bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EF_BPF_WAKE_AT;
 			e->tgid = tgid;
-			/* Every exec of the machine lands here: the agent is not
-			 * woken for each, it reads them each second, unless they
-			 * fill a quarter of the buffer first (1024 execs). */
-			bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EF_BPF_WAKE_AT
-						      ? BPF_RB_FORCE_WAKEUP
-						      : BPF_RB_NO_WAKEUP);
+			/* Every exec of the machine lands here. The first after
+			 * a quiet spell wakes the agent at once (a service that
+			 * starts is served from its first waits); in a storm
+			 * the agent is woken at most once a gap, or when they
+			 * fill a quarter of the buffer, and reads the rest each
+			 * second. (Two CPUs may both wake it: harmless.) */
+			if (wake)
+				exec_woken_at = now;
+			bpf_ringbuf_submit(e, wake ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 		}
 	}
 }

@@ -12,6 +12,8 @@
  * agent reads it on its own each second (16 bytes an event). */
 #define EF_BPF_EVENTS_SIZE (64 * 1024)
 #define EF_BPF_WAKE_AT (EF_BPF_EVENTS_SIZE / 4)
+/* The shortest gap between two execs that wake the agent. */
+#define EF_BPF_WAKE_GAP_NS (100 * 1000 * 1000ull)
 
 /* events' records: a process exec'd (whatever it runs now). */
 struct ef_bpf_event {

@@ -383,9 +383,9 @@ static int run(void)
 				uint64_t ticks;
 				if (read(tfd, &ticks, sizeof(ticks)) <= 0)
 					continue;
-				/* The execs of the last second (the kernel wakes
-				 * the agent only when they fill a quarter of the
-				 * buffer), then the rest a scan finds. */
+				/* The execs of the last second the kernel queued
+				 * without waking the agent (within 100 ms of one
+				 * that woke it), then the rest a scan finds. */
 				ef_abpf_events(A.bpf, on_exec, NULL);
 				if ((seconds += ticks) >= RESCAN_SECONDS)
 					seconds = 0, scan();
