@@ -199,6 +199,13 @@ static int timer_fired(void *map, __u32 *key, struct thread *t)
 		count(EF_BC_STALE, p);
 		return 0;
 	}
+	/* The thread the entry is keyed by, and of the process it was armed
+	 * in (never another's that took over its tid). */
+	if (task->pid != (pid_t)*key || task->tgid != (pid_t)t->tgid) {
+		count(EF_BC_STALE, p);
+		bpf_task_release(task);
+		return 0;
+	}
 	/* Still asleep in the very call it was armed for. */
 	if (task->__state != TASK_INTERRUPTIBLE ||
 	    !in_netpoll_wait((struct pt_regs *)bpf_task_pt_regs(task), t->epfd)) {
@@ -291,6 +298,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!p)
 		return 0;
 	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && t->tgid != tgid) {
+		/* Another process's thread once had this tid: its entry and
+		 * its task reference are not this thread's. */
+		bpf_map_delete_elem(&threads, &tid);
+		t = NULL;
+	}
 	if (t)
 		t->deadline = 0; /* whatever this sleep is, the one armed for is over */
 	if (netpoll_wait(preempt, prev, p, &w) != 0)
@@ -377,6 +390,10 @@ int BPF_PROG(on_switch_signal, bool preempt, struct task_struct *prev, struct ta
 	if (!p)
 		return 0;
 	s = bpf_map_lookup_elem(&sigwaits, &tid);
+	if (s && s->tgid != tgid) {
+		bpf_map_delete_elem(&sigwaits, &tid); /* another process's, of this tid once */
+		s = NULL;
+	}
 	if (s)
 		sigwait_over(s);
 	if (netpoll_wait(preempt, prev, p, &w) != 0)
@@ -448,10 +465,19 @@ static __always_inline void changed(__u32 tgid, int exec)
 	}
 }
 
+/* An exec by a thread other than the leader takes the leader's pid: the
+ * entries under its old tid (old_pid), and its reference to the task, go
+ * here, as no exit of that tid will come. */
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *task)
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid)
 {
-	changed(bpf_get_current_pid_tgid() >> 32, 1);
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, old = (__u32)old_pid;
+	bpf_map_delete_elem(&threads, &old);
+	bpf_map_delete_elem(&sigwaits, &old);
+	bpf_map_delete_elem(&threads, &tid);
+	bpf_map_delete_elem(&sigwaits, &tid);
+	changed(id >> 32, 1);
 	return 0;
 }
 

@@ -613,3 +613,39 @@ chooses() {
 	report
 	end_phases
 }
+
+# map_entries NAME: the number of entries of the running agent's map NAME.
+map_entries() {
+	local f id
+	for f in /proc/"$agent_pid"/fdinfo/*; do
+		id=$(awk '/^map_id:/ {print $2}' "$f" 2>/dev/null)
+		[ -n "$id" ] && bpftool map show id "$id" 2>/dev/null | grep -q " name $1 " || continue
+		bpftool map dump id "$id" -j | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+		return
+	done
+	fail "no map $1 in the agent"
+}
+
+@test "programs that re-exec in place from another thread than the leader leave no thread entry behind (no task held, no tid mistaken later)" {
+	command -v bpftool >/dev/null || skip_missing "no bpftool"
+	start_phases "$(prog local static phases)"
+	start_agent agent --path="$gobin/"
+	local i
+	for i in 1 2 3 4 5; do
+		# Its end: a syscall.Exec in place, from whichever thread runs main.
+		run "$(prog local static stress)" 0.3
+		assert_success
+	done
+	round 100
+	end_phases
+	# Every thread of those programs is gone: so must their entries be.
+	local left
+	for i in $(seq 20); do
+		left=$(map_entries threads)
+		[ "$left" = 0 ] && break
+		sleep 0.1
+	done
+	[ "$left" = 0 ] || fail "$left entries of dead threads"
+	report
+	[ "$(counter ended)" -ge 1 ] || fail "$(cat "$log")"
+}
