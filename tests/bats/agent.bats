@@ -42,8 +42,8 @@ teardown() {
 }
 
 
-# start_phases PROGRAM: runs it with its rounds asked through fd 4 and its
-# lines in $out; $prog_pid.
+# start_phases PROGRAM: runs it (under the command $as, if set) with its
+# rounds asked through fd 4 and its lines in $out; $prog_pid.
 start_phases() {
 	out=$BATS_TEST_TMPDIR/phases.out
 	# Made here: the program's shell opens it only after the fifo below has
@@ -53,7 +53,8 @@ start_phases() {
 	# No asynchronous preemption: the runtime's own SIGURGs, which a loaded
 	# machine provokes (a goroutine descheduled past 10 ms), reach
 	# signal.Notify too; with it off, any SIGURG would be someone else's.
-	GODEBUG=asyncpreemptoff=1 "$1" 50us <"$BATS_TEST_TMPDIR/in" >"$out" \
+	# shellcheck disable=SC2086 # $as: a command the program runs under, if any
+	GODEBUG=asyncpreemptoff=1 ${as:-} "$1" 50us <"$BATS_TEST_TMPDIR/in" >"$out" \
 		2>"$BATS_TEST_TMPDIR/phases.err" &
 	prog_pid=$!
 	track_pid "$prog_pid"
@@ -518,13 +519,20 @@ chooses() {
 	remove_cgroups
 }
 
-@test "the service's capabilities are enough: under epollfix-agent.service's bounding set the agent attaches and ends waits" {
-	command -v setpriv >/dev/null || skip "no setpriv"
+# unit_caps: epollfix-agent.service's bounding set as setpriv spells it
+# (CAP_BPF CAP_PERFMON ... -> +bpf,+perfmon,...).
+unit_caps() {
 	local caps
-	# CAP_BPF CAP_PERFMON ... -> +bpf,+perfmon,...
 	caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$EPOLLFIX_SRC/deploy/systemd/epollfix-agent.service" |
 		tr ' ' '\n' | sed 's/^CAP_//' | tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd,)
 	[ -n "$caps" ] || fail "no CapabilityBoundingSet in the unit"
+	echo "$caps"
+}
+
+@test "the service's capabilities are enough: under epollfix-agent.service's bounding set the agent attaches and ends waits" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	local caps
+	caps=$(unit_caps)
 	start_phases "$(prog local static phases)"
 	setpriv --bounding-set="-all,$caps" --inh-caps=-all "$cmd" attach "$prog_pid" 2>"$log" 4>&- &
 	agent_pid=$!
@@ -543,13 +551,14 @@ chooses() {
 # (--mechanism=signal) so that it runs on this kernel too: the agent sends
 # SIGURG at the deadline, which phases' signal.Notify counts.
 
-@test "agent --check: auto picks task work where the kfunc is, the signal otherwise; --mechanism=signal says SIGURG shows" {
+@test "agent --check: auto is task work where the kfunc is, never the signal; --mechanism=signal says SIGURG shows" {
 	run "$cmd" agent --check
-	assert_success
 	if grep -q "^task work: *bpf_task_work_schedule_signal:" <<<"$output"; then
+		assert_success
 		assert_line "mechanism:   taskwork (auto: the kernel has the task-work kfunc)"
 	else
-		assert_line "mechanism:   signal (auto: no task-work kfunc in this kernel)"
+		assert_failure
+		assert_line --regexp "^mechanism:   none: this kernel lacks what taskwork needs"
 	fi
 	run "$cmd" agent --check --mechanism=signal
 	assert_success
@@ -648,4 +657,18 @@ map_entries() {
 	[ "$left" = 0 ] || fail "$left entries of dead threads"
 	report
 	[ "$(counter ended)" -ge 1 ] || fail "$(cat "$log")"
+}
+
+@test "under the service's bounding set, --mechanism=signal ends the waits of another user's program (CAP_KILL)" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	local caps
+	caps=$(unit_caps)
+	as="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+	start_phases "$(prog local static phases)"
+	start_agent setpriv --bounding-set="-all,$caps" --inh-caps=-all "$cmd" attach --mechanism=signal "$prog_pid"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output; $(cat "$log")"
+	[ "$(field sigurg)" -ge 150 ] || fail "$output"
+	! grep -q "refused (EPERM)" "$log" || fail "$(cat "$log")"
+	end_phases
 }

@@ -83,8 +83,9 @@ static void usage(FILE *out)
 		"  --pods          those of Kubernetes pods that opted in (epollfix.io/inject:\n"
 		"                  the EPOLLFIX_POD_UID the chart's policy gives is the pod's)\n"
 		"  --check         say whether this kernel and these privileges allow it, and why\n"
-		"  --mechanism=M   how a wait is ended: auto (default), taskwork (the kernel, no\n"
-		"                  signal, Linux 6.18), signal (the agent sends SIGURG, Linux 5.15)\n");
+		"  --mechanism=M   how a wait is ended: taskwork (the kernel, no signal, Linux\n"
+		"                  6.18), signal (the agent sends SIGURG, Linux 5.15: a program\n"
+		"                  may see it), auto (the default: taskwork, never signal)\n");
 }
 
 static int chosen(uint32_t pid, const char *path)
@@ -229,6 +230,7 @@ static void report(FILE *out)
 		ef_asig_counters(A.sig, s);
 		c[EF_BC_STALE] += s[EF_ASIG_STALE];
 		c[EF_BC_DETACHED] += s[EF_ASIG_DETACHED];
+		c[EF_BC_UNREADABLE] += s[EF_ASIG_REFUSED]; /* not ours to signal */
 		c[EF_BC_FULL] += s[EF_ASIG_LATE] + s[EF_ASIG_FULL];
 	}
 	getrusage(RUSAGE_SELF, &ru);
@@ -274,15 +276,20 @@ static int check(void)
 	printf("privileges:  %s\n", geteuid() == 0 ? "root" : "not root: the agent needs root");
 	enum ef_mechanism m = btf ? ef_abpf_choose(A.want, has) : EF_MECH_AUTO;
 	int ok = m != EF_MECH_AUTO && geteuid() == 0;
-	if (m == EF_MECH_AUTO)
-		printf("mechanism:   none%s: this kernel lacks what %s needs (above)\n",
-		       A.want == EF_MECH_AUTO ? "" : " of the one asked for",
-		       A.want == EF_MECH_AUTO ? "either" : ef_mechanism_name[A.want]);
+	if (m == EF_MECH_AUTO && A.want == EF_MECH_AUTO)
+		printf("mechanism:   none: this kernel lacks what taskwork needs (above)%s\n",
+		       btf && ef_abpf_choose(EF_MECH_SIGNAL, has) == EF_MECH_SIGNAL
+			       ? "; --mechanism=signal would apply, sending SIGURG, which a program "
+				 "may see (doc/agent.md)"
+			       : "");
+	else if (m == EF_MECH_AUTO)
+		printf("mechanism:   none of the one asked for: this kernel lacks what %s needs "
+		       "(above)\n",
+		       ef_mechanism_name[A.want]);
 	else
 		printf("mechanism:   %s (%s)\n", ef_mechanism_name[m],
 		       A.want != EF_MECH_AUTO ? "--mechanism"
-		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
-					       : "auto: no task-work kfunc in this kernel");
+					      : "auto: the kernel has the task-work kfunc");
 	char text[256];
 	struct ef_buf why = EF_BUF(text);
 	if (ok) {

@@ -82,17 +82,11 @@ int ef_abpf_probe(int has[EF_KF_COUNT])
 
 enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT])
 {
-	for (int m = EF_MECH_TASKWORK; m < EF_MECH_COUNT; m++) {
-		if (want != EF_MECH_AUTO && want != (enum ef_mechanism)m)
-			continue;
-		int ok = 1;
-		for (int i = 0; i < EF_KF_COUNT; i++)
-			if (ef_kfeatures[i].needs & (1u << m))
-				ok &= has[i];
-		if (ok)
-			return (enum ef_mechanism)m;
-	}
-	return EF_MECH_AUTO;
+	enum ef_mechanism m = want == EF_MECH_AUTO ? EF_MECH_TASKWORK : want;
+	for (int i = 0; i < EF_KF_COUNT; i++)
+		if ((ef_kfeatures[i].needs & (1u << m)) && !has[i])
+			return EF_MECH_AUTO;
+	return m;
 }
 
 /* libbpf's own messages: only its warnings, as one line each, when asked. */

@@ -38,7 +38,9 @@ extern const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT];
 /* has[i]: 1 when the kernel has feature i. 0, or -1 when it has no BTF. */
 int ef_abpf_probe(int has[EF_KF_COUNT]);
 /* The mechanism `want` resolves to with what the kernel has: AUTO when it
- * has too little for any (or for the one wanted). */
+ * has too little for it. AUTO wants task work alone: the signal mechanism
+ * sends SIGURG, which a program may see (signal.Notify) and which ends a
+ * system call its cgo code sleeps in, so it runs only when asked for. */
 enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT]);
 
 /* Loads and attaches the program of mechanism `m` (TASKWORK or SIGNAL):

@@ -174,10 +174,17 @@ static void due(struct ef_asig *s, const struct ef_bpf_deadline *d)
 		s->count[EF_ASIG_DETACHED]++;
 		return;
 	}
-	if (syscall(SYS_tgkill, (pid_t)d->tgid, (pid_t)d->tid, SIGURG) == 0)
+	if (syscall(SYS_tgkill, (pid_t)d->tgid, (pid_t)d->tid, SIGURG) == 0) {
 		s->count[EF_ASIG_SENT]++;
-	else
+	} else if (errno == EPERM) {
+		if (!s->count[EF_ASIG_REFUSED]++)
+			fprintf(stderr, "epollfix agent: SIGURG to pid %u refused (EPERM): signalling "
+					"another user's program needs CAP_KILL; its waits keep their "
+					"own 1 ms\n",
+				d->tgid);
+	} else {
 		s->count[EF_ASIG_STALE]++; /* the thread is gone */
+	}
 }
 
 void ef_asig_due(struct ef_asig *s)

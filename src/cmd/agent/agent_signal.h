@@ -19,6 +19,7 @@ enum ef_asig_counter {
 	EF_ASIG_DETACHED, /* the process was detached meanwhile */
 	EF_ASIG_LATE,     /* read more than 1 ms after its deadline (agent stopped, starved) */
 	EF_ASIG_FULL,     /* too many pending: dropped */
+	EF_ASIG_REFUSED,  /* tgkill refused (EPERM: another user's program, no CAP_KILL) */
 	EF_ASIG_COUNT
 };
 
