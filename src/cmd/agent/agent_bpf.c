@@ -95,7 +95,8 @@ enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COU
 	return EF_MECH_AUTO;
 }
 
-/* libbpf's own messages: only its warnings, as one line each, when asked. */
+/* libbpf's own messages: none; the agent says why it failed in its own words
+ * (ef_abpf_open's why), and bpftool shows the rest to whoever debugs it. */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level, (void)fmt, (void)ap;
@@ -130,7 +131,7 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 	const char *what = "out of memory";
 	if (!b)
 		goto fail;
-	libbpf_set_print(getenv("EPOLLFIX_BPF_DEBUG") ? NULL : quiet);
+	libbpf_set_print(quiet);
 	what = "the kernel refused the program";
 	if (!(b->skel = ef_netpoll__open()))
 		goto fail;
