@@ -95,8 +95,9 @@ enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COU
 	return EF_MECH_AUTO;
 }
 
-/* libbpf's own messages: none; the agent says why it failed in its own words
- * (ef_abpf_open's why), and bpftool shows the rest to whoever debugs it. */
+/* libbpf's own messages: none. They are many lines, several for one failure,
+ * of no use to an operator; the agent says in one line why it failed
+ * (ef_abpf_open's why, and `agent --check`). */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level, (void)fmt, (void)ap;
