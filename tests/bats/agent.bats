@@ -92,11 +92,21 @@ end_phases() {
 	wait "$prog_pid"
 }
 
-# start_agent ARGS...: the agent in the background ($agent_pid), its lines in
-# $log; returns once it says it attached (or fails).
+# start_agent [--via COMMAND... --] ARGS...: the agent (epollfix ARGS, run by
+# COMMAND when given) in the background ($agent_pid), its lines in $log;
+# returns once it says it attached (or fails).
 start_agent() {
+	local via=()
+	if [ "$1" = --via ]; then
+		shift
+		while [ "$1" != -- ]; do
+			via+=("$1")
+			shift
+		done
+		shift
+	fi
 	# Not holding the program's input open: its end is the program's end.
-	"$cmd" "$@" 2>"$log" 4>&- &
+	"${via[@]}" "$cmd" "$@" 2>"$log" 4>&- &
 	agent_pid=$!
 	track_pid "$agent_pid"
 	local i
@@ -534,12 +544,7 @@ unit_caps() {
 	local caps
 	caps=$(unit_caps)
 	start_phases "$(prog local static phases)"
-	setpriv --bounding-set="-all,$caps" --inh-caps=-all "$cmd" attach "$prog_pid" 2>"$log" 4>&- &
-	agent_pid=$!
-	track_pid "$agent_pid"
-	local i
-	for i in $(seq 100); do grep -q ": attached$" "$log" && break; sleep 0.1; done
-	grep -q ": attached$" "$log" || fail "not attached with $caps: $(cat "$log")"
+	start_agent --via setpriv --bounding-set="-all,$caps" --inh-caps=-all -- attach "$prog_pid"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output"
 	report
@@ -665,10 +670,24 @@ map_entries() {
 	caps=$(unit_caps)
 	as="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 	start_phases "$(prog local static phases)"
-	start_agent setpriv --bounding-set="-all,$caps" --inh-caps=-all "$cmd" attach --mechanism=signal "$prog_pid"
+	start_agent --via setpriv --bounding-set="-all,$caps" --inh-caps=-all -- attach --mechanism=signal "$prog_pid"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output; $(cat "$log")"
 	[ "$(field sigurg)" -ge 150 ] || fail "$output"
 	! grep -q "refused (EPERM)" "$log" || fail "$(cat "$log")"
 	end_phases
+}
+
+@test "the agent escapes the path of the program it attaches: a newline or an escape byte forges no log line" {
+	local dir=$BATS_TEST_TMPDIR/bin name line
+	name=$'phases\nepollfix agent: pid 1 (forged, go1.0): attached\e[31m'
+	mkdir "$dir"
+	cp "$(prog local static phases)" "$dir/$name"
+	start_phases "$dir/$name"
+	start_agent attach "$prog_pid"
+	end_phases
+	line="epollfix agent: pid $prog_pid ($dir/phases\\x0aepollfix agent: pid 1 (forged, go1.0): attached\\x1b[31m, go1."
+	[ "$(grep -cF "$line" "$log")" = 1 ] || fail "$(cat -A "$log")"
+	! grep -q "^epollfix agent: pid 1 " "$log" || fail "a forged line: $(cat -A "$log")"
+	! grep -q $'\e' "$log" || fail "an escape byte: $(cat -A "$log")"
 }

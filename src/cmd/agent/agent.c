@@ -126,9 +126,13 @@ static int look_at(uint32_t pid, uint64_t gen)
 	uint64_t bias = 0;
 	if (why == EF_GO_OK && img.pie && ef_go_load_bias(pid, (uint64_t)st.st_ino, &img, &bias) != 0)
 		return -1; /* in the middle of an exec: its segments not all mapped */
+	/* The path is the process's own choice: escaped, it forges no log line. */
+	char shown[4 * PATH_MAX];
+	struct ef_buf sb = EF_BUF(shown);
+	ef_esc(&sb, path, 0);
 	if (why != EF_GO_OK) {
 		if (A.verbose)
-			fprintf(stderr, "epollfix agent: pid %u (%s, %s): not attached: %s\n", pid, path,
+			fprintf(stderr, "epollfix agent: pid %u (%s, %s): not attached: %s\n", pid, shown,
 				*img.version ? img.version : "Go", ef_go_image_says(&img, why));
 		return 0;
 	}
@@ -137,7 +141,7 @@ static int look_at(uint32_t pid, uint64_t gen)
 		return -1;
 	A.attached++;
 	if (A.verbose)
-		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, path, img.version);
+		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, shown, img.version);
 	return 1;
 }
 

@@ -89,7 +89,9 @@ enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COU
 	return m;
 }
 
-/* libbpf's own messages: only its warnings, as one line each, when asked. */
+/* libbpf's own messages: none. They are many lines, several for one failure,
+ * of no use to an operator; the agent says in one line why it failed
+ * (ef_abpf_open's why, and `agent --check`). */
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level, (void)fmt, (void)ap;
@@ -124,7 +126,7 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 	const char *what = "out of memory";
 	if (!b)
 		goto fail;
-	libbpf_set_print(getenv("EPOLLFIX_BPF_DEBUG") ? NULL : quiet);
+	libbpf_set_print(quiet);
 	what = "the kernel refused the program";
 	if (!(b->skel = ef_netpoll__open()))
 		goto fail;

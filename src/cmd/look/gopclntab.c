@@ -10,6 +10,7 @@
 #define MAX_WANT 8
 #define MAX_HITS 4	       /* names are written once each; more is a forged table */
 #define MAX_LOADS 16
+#define MAX_CANDIDATES 16  /* headers in a stripped file's segments: a real one has one */
 /* runtime.moduledata's first 24 words: pcHeader; the slices funcnametab,
  * cutab, filetab, pctab, pclntable, ftab (pointer, length, capacity each);
  * findfunctab, minpc, maxpc, text, etext (the same in 1.20 to 1.26). */
@@ -77,6 +78,7 @@ struct pcln {
 	uint64_t nfunc, names, cu, files, pc, ftab; /* the header's offsets */
 	uint64_t text_start;	   /* 0 since Go 1.26 ("no longer stored") */
 	uint64_t md[MD_WORDS];
+	unsigned nmd; /* module data found pointing at it: one is right */
 };
 
 static int header(const struct ef_file *e, struct pcln *t)
@@ -97,15 +99,19 @@ static int header(const struct ef_file *e, struct pcln *t)
 	return 0;
 }
 
-/* The module data that points at this table: its words, the one place the
- * text's start is kept. It is found by its first words, the table's address
- * and those of its parts, in the file's writable segments; exactly one must
- * match, and pass the runtime's own checks. */
-static int module_data(const struct ef_file *e, struct pcln *t)
+/* The module data that points at each candidate table: its words, the one
+ * place the text's start is kept. It is found by its first words, the
+ * table's address and those of its parts, in the file's writable segments,
+ * in one pass for all candidates (a pass per candidate would let a file of
+ * forged headers cost a scan each). Sets ts[k].nmd to the number of matches;
+ * the words are kept of the first. */
+static int module_data(const struct ef_file *e, struct pcln *ts, unsigned nts)
 {
 	struct ef_load loads[MAX_LOADS];
-	unsigned n = ef_file_loads(e, loads, MAX_LOADS), found = 0;
+	unsigned n = ef_file_loads(e, loads, MAX_LOADS);
 	struct win w;
+	for (unsigned k = 0; k < nts; k++)
+		ts[k].nmd = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (!(loads[i].flags & PF_W))
 			continue;
@@ -116,50 +122,58 @@ static int module_data(const struct ef_file *e, struct pcln *t)
 			const uint8_t *p = win_get(&w, o, 8 * MD_WORDS);
 			if (!p)
 				return -1;
-			if (u64(p) != t->addr)
-				continue;
-			uint64_t md[MD_WORDS];
-			for (int k = 0; k < MD_WORDS; k++)
-				md[k] = u64(p + 8 * k);
-			if (md[MD_FUNCNAMETAB] != t->addr + t->names || md[MD_CUTAB] != t->addr + t->cu ||
-			    md[MD_FILETAB] != t->addr + t->files || md[MD_PCTAB] != t->addr + t->pc ||
-			    md[MD_PCLNTABLE] != t->addr + t->ftab || md[MD_FTAB] != md[MD_PCLNTABLE] ||
-			    md[MD_FTAB + 1] != t->nfunc + 1)
-				continue;
-			if (found++)
-				return -1; /* two: which is it? */
-			memcpy(t->md, md, sizeof(md));
+			uint64_t addr = u64(p);
+			for (unsigned k = 0; k < nts; k++) {
+				struct pcln *t = &ts[k];
+				if (addr != t->addr)
+					continue;
+				uint64_t md[MD_WORDS];
+				for (int j = 0; j < MD_WORDS; j++)
+					md[j] = u64(p + 8 * j);
+				if (md[MD_FUNCNAMETAB] != t->addr + t->names ||
+				    md[MD_CUTAB] != t->addr + t->cu || md[MD_FILETAB] != t->addr + t->files ||
+				    md[MD_PCTAB] != t->addr + t->pc || md[MD_PCLNTABLE] != t->addr + t->ftab ||
+				    md[MD_FTAB] != md[MD_PCLNTABLE] || md[MD_FTAB + 1] != t->nfunc + 1)
+					continue;
+				if (t->nmd++ == 0)
+					memcpy(t->md, md, sizeof(md));
+			}
 		}
 	}
-	return found == 1 ? 0 : -1;
+	return 0;
 }
 
 /* The table at t->off (its address and the bytes up to its end, or its
- * segment's, set): its header read, its module data found. */
-static int table(const struct ef_file *e, struct pcln *t)
+ * segment's, set): its header read and its offsets inside it. Cheap: no
+ * scan; its module data is looked for after. */
+static int header_ok(const struct ef_file *e, struct pcln *t)
 {
 	return header(e, t) == 0 && t->nfunc > 0 && t->nfunc <= MAX_FUNCS && t->names < t->size &&
 			       t->cu < t->size && t->files < t->size && t->pc < t->size &&
 			       t->ftab < t->size && (t->nfunc + 1) * 8 <= t->size - t->ftab &&
-			       t->addr <= UINT64_MAX - t->size && module_data(e, t) == 0
+			       t->addr <= UINT64_MAX - t->size
 		       ? 0
 		       : -1;
 }
 
 /* The function table: its section, or, where an external linker merged that
  * into .data.rel.ro (a cgo PIE of Go 1.20 to 1.25), the one header in the
- * loaded bytes that a module's data points at. */
+ * loaded bytes that exactly one module's data points at. Headers are
+ * collected first, at most MAX_CANDIDATES (a real binary has one; more is a
+ * forged file), then matched in one pass: the cost is a few scans of the
+ * file whatever it holds. */
 static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 {
 	static const uint8_t magic[8] = { 0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
 	struct ef_load loads[MAX_LOADS];
+	struct pcln c[MAX_CANDIDATES];
 	struct win w;
-	unsigned found = 0;
+	unsigned nc = 0, found = 0;
 
 	memset(t, 0, sizeof(*t));
 	if (ef_file_section(e, ".gopclntab", &t->off, &t->addr, &t->size) == 0 ||
 	    ef_file_section(e, ".data.rel.ro.gopclntab", &t->off, &t->addr, &t->size) == 0) {
-		if (table(e, t) != 0)
+		if (header_ok(e, t) != 0 || module_data(e, t, 1) != 0 || t->nmd != 1)
 			return *why = "a .gopclntab of another format than Go 1.20 to 1.26, or no module "
 				      "data pointing at it",
 			       -1;
@@ -174,14 +188,25 @@ static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 				return *why = "an unreadable segment", -1;
 			if (memcmp(p, magic, sizeof(magic)) != 0)
 				continue;
-			struct pcln c = { .off = loads[i].offset + o, .addr = loads[i].vaddr + o,
+			struct pcln h = { .off = loads[i].offset + o, .addr = loads[i].vaddr + o,
 					  .size = loads[i].filesz - o };
-			if (table(e, &c) != 0)
+			if (header_ok(e, &h) != 0)
 				continue;
-			if (found++)
-				return *why = "two function tables", -1;
-			*t = c;
+			if (nc == MAX_CANDIDATES)
+				return *why = "too many function table headers (a forged file)", -1;
+			c[nc++] = h;
 		}
+	}
+	if (nc == 0)
+		return *why = "no .gopclntab of Go 1.20 to 1.26", -1;
+	if (module_data(e, c, nc) != 0)
+		return *why = "an unreadable segment", -1;
+	for (unsigned k = 0; k < nc; k++) {
+		if (c[k].nmd != 1)
+			continue; /* none points at it, or two do: which is it? */
+		if (found++)
+			return *why = "two function tables", -1;
+		*t = c[k];
 	}
 	return found ? 0 : (*why = "no .gopclntab of Go 1.20 to 1.26", -1);
 }
