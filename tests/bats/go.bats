@@ -37,6 +37,7 @@ counter() {
 	no_tag) sed -n 's/.* \([0-9]*\) no tag.*/\1/p' <<<"$line" ;;
 	stale) sed -n 's/.* \([0-9]*\) stale deadline.*/\1/p' <<<"$line" ;;
 	replaced) sed -n 's/.* \([0-9]*\) stopped and replaced.*/\1/p' <<<"$line" ;;
+	rescued) sed -n 's/.* \([0-9]*\) answered for the other.*/\1/p' <<<"$line" ;;
 	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
 	instances) sed -n 's/.* \([0-9]*\) epoll instances.*/\1/p' <<<"$line" ;;
@@ -515,6 +516,35 @@ stopped_answerer() {
 
 @test "kill -STOP of the heir, then kill -9 of the supervisor: the heir that replaced the stopped one takes over" {
 	stopped_answerer heir kill
+}
+
+# self_stopped WHERE: 3000 sleeps of 200 us; the first answerer to take a
+# notification (the supervisor or its heir, as the scheduler has it) stops
+# itself right after its claim of the listener or its RECV
+# (EPOLLFIX_GO_TEST_STOP, a hook for tests: no kill from outside lands in
+# those windows of microseconds). The other must answer for it and replace
+# it: the program ends on its own, all its sleeps done. Before, a stop after
+# the claim stalled the program until SIGCONT, and one after the RECV for
+# good.
+self_stopped() {
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late i
+	EPOLLFIX_GO_TEST_STOP=$1 "$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
+	local pid=$!
+	track_pid "$pid"
+	for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$pid" 2>/dev/null && fail "still running 30 s after an answerer stopped itself after its $1"
+	wait "$pid" || fail "exit status $?"
+	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"
+	wait_report
+	[ "$(counter replaced)" -eq 1 ] || fail "not stopped, or not replaced: $(cat "$report")"
+}
+
+@test "an answerer stopped between its claim and its RECV: the other's timer wakes it, it steals the claim" {
+	self_stopped claim
+}
+
+@test "an answerer stopped between its RECV and publishing the id: the other finds the notification by its id" {
+	self_stopped recv
 }
 
 @test "kill -STOP of the supervisor under a loopback HTTP load: every request served, exit 0" {
