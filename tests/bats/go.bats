@@ -330,6 +330,93 @@ median_late_us() {
 	kill "$pid"
 }
 
+# A forger of a supervisor's page (goabi.h's layout): `forge PID` names
+# itself epollfix-gosup and maps the memfd, naming PID its program;
+# `filtered` sits under an allow-all seccomp filter. Each says "ready".
+forger() {
+	local c=$BATS_TEST_TMPDIR/forge.c
+	cat >"$c" <<'C'
+#define _GNU_SOURCE
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include "goabi.h"
+#include "golook.h"
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "filtered") == 0) {
+		struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+		struct sock_fprog prog = { 1, &allow };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			return 1;
+	} else if (argc > 2) {
+		prctl(PR_SET_NAME, EF_GO_COMM, 0, 0, 0);
+		int fd = memfd_create(EF_GO_MEMFD, 0);
+		struct ef_go_shared *s;
+		if (fd < 0 || ftruncate(fd, sizeof(*s)) ||
+		    (s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+			return 1;
+		memcpy(s->magic, EF_GO_SHARED_MAGIC, sizeof(s->magic));
+		s->supervisor = getpid();
+		s->program = atoi(argv[2]);
+	} else {
+		return 2;
+	}
+	puts("ready");
+	fflush(stdout);
+	pause();
+	return 0;
+}
+C
+	cc -I"$EPOLLFIX_SRC/src/cmd/look" -I"$EPOLLFIX_SRC/src/common" -o "$BATS_TEST_TMPDIR/forge" "$c" ||
+		fail "cannot build the forger"
+	chmod 755 "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/forge"
+}
+# start_ready CMD...: CMD started in the background, its pid in $bg once
+# it said "ready".
+start_ready() {
+	local out=$BATS_TEST_TMPDIR/ready.$RANDOM i
+	"$@" >"$out" &
+	bg=$!
+	track_pid "$bg"
+	for i in $(seq 50); do grep -q ready "$out" && return 0; sleep 0.1; done
+	fail "$* never ready"
+}
+
+@test "status believes a supervisor's page only when its program is of the same user and under a filter" {
+	[ "$(id -u)" = 0 ] || skip_missing "needs root (to run the forger as nobody)"
+	id nobody >/dev/null 2>&1 || skip_missing "needs user nobody"
+	command -v setpriv >/dev/null || skip_missing "no setpriv"
+	forger
+	local f=$BATS_TEST_TMPDIR/forge bg nobody_filtered root_filtered nobody_plain
+	local -a nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	start_ready "${nobody[@]}" "$f" filtered
+	nobody_filtered=$bg
+	start_ready "$f" filtered
+	root_filtered=$bg
+	start_ready "${nobody[@]}" sh -c 'echo ready; exec sleep 60'
+	nobody_plain=$bg
+	# Naming a process of its own user under a filter: listed (the test can
+	# see a forged page at all).
+	start_ready "${nobody[@]}" "$f" forge "$nobody_filtered"
+	run "$cmd" status "$bg"
+	assert_line --partial "epollfix[$bg] Go supervisor of pid $nobody_filtered:"
+	# Another user's process under a filter, or its own not under one: not.
+	local p
+	for p in "$root_filtered" "$nobody_plain" 1; do
+		start_ready "${nobody[@]}" "$f" forge "$p"
+		run "$cmd" status
+		refute_output --partial "Go supervisor of pid $p:"
+		run "$cmd" status "$bg"
+		refute_output --partial "Go supervisor of pid $p:"
+	done
+}
+
 @test "a 1 ms ticker: no tick early, one notification and one timer a tick" {
 	run --separate-stderr "$cmd" --stats="$report" "$(prog local static ticker)" 1ms 1000
 	assert_success
