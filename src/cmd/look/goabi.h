@@ -89,10 +89,14 @@ enum ef_go_counter {
 #define EF_GO_SHARED_MAGIC "epollfix go sup"
 
 /* A notification an answerer took and has not answered yet, and when (the
- * CLOCK_MONOTONIC ns): the other answers it when it is held too long. */
+ * CLOCK_MONOTONIC ns): the other answers it when it is held too long. One
+ * received but not yet published here is found by its id (gosup.c rescue):
+ * the kernel numbers a filter's notifications in sequence, and `after`, the
+ * highest id received when the claim began, bounds it from below. */
 struct ef_go_slot {
 	_Atomic uint64_t id;
 	_Atomic int64_t taken_ns;
+	_Atomic uint64_t after;
 };
 
 #define EF_GO_SEEN 256 /* processes counted once, whichever answerer saw them */
@@ -102,8 +106,10 @@ struct ef_go_shared {
 	struct ef_go_slot slot[2]; /* one per answerer: the supervisor and its heir */
 	_Atomic int64_t awake_ns[2]; /* when each answerer last woke (CLOCK_MONOTONIC) */
 	_Atomic int64_t claim;       /* when an answerer began a RECV (0: none does) */
+	_Atomic uint64_t last_id;    /* the highest notification id either received */
 	_Atomic int supervisor;    /* the pid of the supervisor now */
 	_Atomic int reported;      /* the report is written once, by whoever ends */
+	_Atomic int test_stopped;  /* EPOLLFIX_GO_TEST_STOP's stop happened (tests only) */
 	int program;               /* the pid of the program epollfix started */
 	_Atomic uint64_t count[EF_GC_COUNT];
 	_Atomic uint64_t seen[EF_GO_SEEN];

@@ -4,8 +4,10 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -36,6 +38,33 @@ static int shared_page(const struct ef_map_line *m, void *arg)
 	return 1;
 }
 
+/* The real uid of /proc/PID/status, and whether a seccomp filter is in
+ * force (Seccomp: 2); -1 when it cannot be read. */
+static int uid_and_filter(long pid, unsigned *uid, int *filtered)
+{
+	char u[128], sc[16];
+	struct ef_proc_field f[2];
+	ef_proc_field_init(&f[0], "Uid", u, sizeof(u));
+	ef_proc_field_init(&f[1], "Seccomp", sc, sizeof(sc));
+	if (ef_proc_fields_via(syscall, pid, "status", f, 2) != 0 || sscanf(u, "%u", uid) != 1)
+		return -1;
+	*filtered = strcmp(sc, "2") == 0;
+	return 0;
+}
+
+/* Anyone can name a process epollfix-gosup and map a memfd of that name:
+ * the page is believed only when the program it names is under a seccomp
+ * filter and of the same user as the page's owner (or its owner is root).
+ * A supervisor whose program has exited (serving a daemon it started) is
+ * then not listed: the pid it names may be anyone's by now. */
+static int owns_program(long pid, long program)
+{
+	unsigned uid, puid;
+	int filtered;
+	return program > 0 && uid_and_filter(pid, &uid, &filtered) == 0 &&
+	       uid_and_filter(program, &puid, &filtered) == 0 && filtered && (uid == 0 || uid == puid);
+}
+
 int ef_golook_at(long pid, struct ef_golook *g)
 {
 	char comm[32];
@@ -52,7 +81,7 @@ int ef_golook_at(long pid, struct ef_golook *g)
 		return 0;
 	/* A new heir is named the supervisor's until its first instructions
 	 * rename it: the page names the one supervisor. */
-	if (s.supervisor != (int)pid)
+	if (s.supervisor != (int)pid || !owns_program(pid, s.program))
 		return 0;
 	g->pid = pid;
 	g->program = s.program;

@@ -173,42 +173,101 @@ static void program_exited(void)
 	program_fd = -1;
 }
 
-/* The other answerer's notification, held since before HOLD_NS ago (or
- * held at its death): answered CONTINUE here. Its own late answer then
- * fails with ENOENT, and its timer armed late only adds a break. */
-static void rescue(int slot, int dead)
+/* How far past the highest id known a notification received but not yet
+ * published is looked for (ids withdrawn by signals leave gaps), and how many
+ * ids are probed at most: each probe is one ioctl, under the filter's lock. */
+#define PROBE_AHEAD 64
+#define PROBE_MAX 1024
+
+/* Answers a notification still waiting for an answer (received, unanswered:
+ * ID_VALID succeeds only in the kernel's SENT state). */
+static void answer_orphan(uint64_t id)
 {
-	uint64_t id = atomic_load(&shared->slot[slot].id);
-	if (!id || (!dead && now_ns() - atomic_load(&shared->slot[slot].taken_ns) < HOLD_NS - HOLD_NS / 8))
-		return;
 	if (ioctl(listener, EF_NOTIF_ID_VALID, &id) == 0) {
 		send_continue(id);
 		count(EF_GC_RESCUED);
 	}
+}
+
+/* The other answerer's notification, held since before HOLD_NS ago (or
+ * held at its death): answered CONTINUE here. Its own late answer then
+ * fails with ENOENT, and its timer armed late only adds a break. One it
+ * received but had not yet published (stopped or killed right after its
+ * RECV) is found by its id: the kernel numbers a filter's notifications in
+ * sequence (its next_id), and this answerer, in its loop, holds none, so any
+ * received and unanswered is the other's. They are probed from PROBE_AHEAD
+ * past the highest id received down to the one the other began its claim
+ * after (at most PROBE_MAX). The filter's first id is random (its
+ * listener's next_id starts at get_random_u64()): the first notification,
+ * lost this way, is not found. */
+static void rescue(int slot, int dead)
+{
+	struct ef_go_slot *s = &shared->slot[slot];
+	if (!dead && now_ns() - atomic_load(&s->taken_ns) < HOLD_NS - HOLD_NS / 8)
+		return;
+	uint64_t id = atomic_load(&s->id);
+	if (id) {
+		answer_orphan(id);
+	} else if (atomic_load(&shared->last_id)) { /* 0: none received yet */
+		/* after <= last_id (it is a past last_id); 0: never claimed. */
+		uint64_t after = atomic_load(&s->after), top = atomic_load(&shared->last_id) + PROBE_AHEAD;
+		uint64_t span = after && top - after < PROBE_MAX ? top - after : PROBE_MAX;
+		for (uint64_t n = 0; n < span; n++)
+			answer_orphan(top - n);
+	}
 	if (dead)
-		atomic_store(&shared->slot[slot].id, 0);
+		atomic_store(&s->id, 0);
+}
+
+/* The highest id received, raised (ids wrap: compared by difference; the
+ * first, random, is taken whatever it is). */
+static void saw_id(uint64_t id)
+{
+	uint64_t top = atomic_load(&shared->last_id);
+	while ((!top || (int64_t)(id - top) > 0) && !atomic_compare_exchange_weak(&shared->last_id, &top, id))
+		;
+}
+
+/* EPOLLFIX_GO_TEST_STOP (tests only, doc/go.md): "claim" or "recv", the
+ * first answerer to take a notification once an id is known (see rescue)
+ * stops itself (SIGSTOP), once a pair, right after its claim or its RECV:
+ * the two windows no kill from outside can hit. Which one, the scheduler
+ * decides. */
+static const char *test_stop;
+
+static void test_stop_at(const char *where)
+{
+	if (test_stop && strcmp(test_stop, where) == 0 && atomic_load(&shared->last_id) &&
+	    !atomic_exchange(&shared->test_stopped, 1))
+		raise(SIGSTOP);
 }
 
 /* Takes the notifications waiting and answers them, one RECV at a time
  * between the two: each notification wakes both (edge-triggered), the
  * first to claim the listener in the page takes it, and the other goes
- * back to sleep. A claim is covered by the claimer's watch timer: were it
- * stopped before its RECV, the other steals the claim HOLD_NS later. A RECV
- * that finds nothing (the call withdrawn by a signal meanwhile) blocks until
- * the next notification, the one it would wait for anyway; meanwhile its
- * claim, old, is stolen by the other, which answers the rest. */
+ * back to sleep. A claim is covered by the claimer's watch timer, armed
+ * before the claim (and disarmed if the claim fails): were it stopped
+ * anywhere from its claim to its answer, the other wakes HOLD_NS later,
+ * answers what it received (rescue) and steals the claim. A RECV that finds
+ * nothing (the call withdrawn by a signal meanwhile) blocks until the next
+ * notification, the one it would wait for anyway; meanwhile its claim, old,
+ * is stolen by the other, which answers the rest. */
 static void take(void)
 {
 	struct pollfd q = { listener, POLLIN, 0 };
 	while (poll(&q, 1, 0) == 1 && (q.revents & POLLIN)) {
 		int64_t t = now_ns(), held = 0;
+		atomic_store(&shared->slot[mine].taken_ns, t);
+		atomic_store(&shared->slot[mine].after, atomic_load(&shared->last_id));
+		set_watch(mine, t + HOLD_NS);
 		if (!atomic_compare_exchange_strong(&shared->claim, &held, t) &&
-		    (t - held < HOLD_NS || !atomic_compare_exchange_strong(&shared->claim, &held, t)))
+		    (t - held < HOLD_NS || !atomic_compare_exchange_strong(&shared->claim, &held, t))) {
+			set_watch(mine, 0);
 			return; /* the other takes them */
+		}
+		test_stop_at("claim");
 		if (!busy_since)
 			busy_since = t;
-		atomic_store(&shared->slot[mine].taken_ns, t);
-		set_watch(mine, t + HOLD_NS);
 		struct ef_notif note;
 		memset(&note, 0, sizeof(note));
 		int r;
@@ -220,7 +279,9 @@ static void take(void)
 			set_watch(mine, 0);
 			break;
 		}
+		test_stop_at("recv");
 		atomic_store(&shared->slot[mine].id, note.id);
+		saw_id(note.id);
 		if (t - busy_since > BEHIND_NS) {
 			count(EF_GC_NOTIFIED);
 			count(EF_GC_OVERLOAD);
@@ -450,6 +511,7 @@ static void watch_partner(pid_t pid)
 void ef_go_supervise(int sock, const char *stats_to, int program)
 {
 	stats = stats_to;
+	test_stop = getenv("EPOLLFIX_GO_TEST_STOP");
 	listener = ef_recv_fd(sock);
 	if (listener < 0)
 		_exit(0); /* the launcher gave up before the filter: nothing to serve */
