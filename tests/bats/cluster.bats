@@ -18,6 +18,8 @@ setup_file() {
 	[ "$(realpath "$EPOLLFIX_BUILD")" = "$(realpath "$EPOLLFIX_SRC/build")" ] || return 0
 	[ "$(id -u)" = 0 ] || { echo "a node needs root (cgroups, mounts, runc)" >"$BATS_FILE_TMPDIR/why"; return 0; }
 	k8s_tools
+	# The Go programs in the programs' image (tests/progs/go/build: cached).
+	GOPROXY=off "$EPOLLFIX_SRC/tests/progs/go/build" "$EPOLLFIX_BUILD" >/dev/null 2>&1 || true
 	if ! "$EPOLLFIX_SRC/tests/containers/images" "$EPOLLFIX_BUILD" >"$BATS_FILE_TMPDIR/images.log" 2>&1; then
 		echo "no test images: $(tail -1 "$BATS_FILE_TMPDIR/images.log")" >"$BATS_FILE_TMPDIR/why"
 		return 0
@@ -53,6 +55,7 @@ setup() {
 }
 
 teardown() {
+	[ ! -f "$BATS_TEST_TMPDIR/load.pid" ] || kill "$(cat "$BATS_TEST_TMPDIR/load.pid")" 2>/dev/null || true
 	[ ! -f "$BATS_FILE_TMPDIR/cluster/env" ] || {
 		"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null 2>&1 || true
 		kc delete namespace shop strict --wait=false >/dev/null 2>&1 || true
@@ -167,6 +170,92 @@ served() {
 	done
 }
 
+# go_late: the median lateness in us of the Go sleeps in $output (each
+# sleep's, in ns, one a line: tests/progs/go/sleeps).
+go_late() {
+	local l
+	l=$(grep -E '^-?[0-9]+$' <<<"$output" | sort -n |
+		awk '{ a[NR] = $1 } END { if (NR) print int(a[int((NR + 1) / 2)] / 1000) }')
+	[ -n "$l" ] || fail "no sleeps in the pod's output: $output"
+	echo "$l"
+}
+
+# install_agent [helm --set...]: the chart in image mode with its node agent
+# (node_exporter's image made here, the status file rewritten each second).
+install_agent() {
+	"$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
+		skip_missing "no node_exporter image: tests/containers/images makes it from Debian's prometheus-node-exporter (scripts/install-deps)"
+	install image --set agent.enabled=true --set agent.interval=1s \
+		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current "$@"
+}
+
+# install_go_agent: that, with the Go agent (agent.go.enabled); skipped where
+# the image has no Go programs or no agent, or the kernel does not allow it.
+install_go_agent() {
+	[ -x "$EPOLLFIX_BUILD/go/local/static/sleeps" ] && [ -x "$EPOLLFIX_BUILD/go/local/static/httpnap" ] ||
+		skip_missing "no Go test programs (tests/progs/go/build: offline, or no go)"
+	[ -x "$EPOLLFIX_BUILD/src/epollfix-agent-static" ] || skip_missing "the glibc build has no agent (-Dbpf)"
+	"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check >/dev/null 2>&1 ||
+		skip_missing "the agent does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check 2>&1 | tail -1)"
+	install_agent --set agent.go.enabled=true
+}
+
+# agent_ready [OLD]: waits (1 min) until a pod of the agent's DaemonSet, not
+# OLD nor being deleted, is Ready (node_exporter answers kubelet's probe), and
+# prints its name.
+agent_ready() {
+	local agent i
+	for i in $(seq 300); do
+		agent=$(kc -n epollfix get pods -l app.kubernetes.io/component=agent -o go-template \
+			--template '{{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}} {{end}}{{end}}' 2>/dev/null)
+		agent=${agent%% *}
+		if [ -n "$agent" ] && [ "$agent" != "${1:-}" ] &&
+			[ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; then
+			echo "$agent"
+			return 0
+		fi
+		sleep 0.2
+	done
+	fail "no agent ready: $(kc -n epollfix get pods -o wide; kc -n epollfix describe pods -l app.kubernetes.io/component=agent | tail -n 20)"
+}
+
+# scrape AGENT REGEX...: scrapes the agent's node_exporter as Prometheus
+# would, from the pod's network (its address, the port the chart's
+# annotations name), into $scraped, until a line matches each REGEX (30 s).
+scrape() {
+	local exporter re i
+	exporter=$(kc -n epollfix get pod "$1" -o jsonpath='{.status.podIP}')
+	shift
+	for i in $(seq 100); do
+		scraped=$(curl -sf "http://$exporter:9100/metrics" 2>/dev/null) || true
+		for re in "$@"; do
+			grep -qE "$re" <<<"$scraped" || { sleep 0.3 && continue 2; }
+		done
+		return 0
+	done
+	fail "not scraped from $exporter: $* in: $(grep '^epollfix' <<<"$scraped" | head -20)"
+}
+
+# served_go AGENT PID FROM: the agent pod's log names the process PID (its
+# pid on the node) as attached, and a second of shop/web's 50 us sleeps
+# (tests/progs/go/httpnap) from its log's line FROM on ends under 600 us late
+# at p50 (20 s each).
+served_go() {
+	local i
+	for i in $(seq 100); do
+		kc -n epollfix logs "$1" -c epollfix-go-agent | grep -q "^epollfix agent: pid $2 (.*): attached$" && break
+		sleep 0.2
+	done
+	kc -n epollfix logs "$1" -c epollfix-go-agent | grep -q "^epollfix agent: pid $2 (.*): attached$" ||
+		fail "$1 did not attach pid $2: $(kc -n epollfix logs "$1" -c epollfix-go-agent)"
+	for i in $(seq 100); do
+		kc -n shop logs web | tail -n +"$3" | sed -n 's/.*p50_late_us=\([0-9]*\) .*/\1/p' |
+			awk '$1 < 600 { ok = 1 } END { exit !ok }' && return 0
+		sleep 0.2
+	done
+	fail "shop/web not served since line $3: $(kc -n shop logs web | tail -n 10)"
+}
+
 @test "cluster: the node built here is Ready, on containerd v2 and the sandbox image built here" {
 	run kc get node "$node" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion} {.status.nodeInfo.kubeletVersion}'
 	assert_success
@@ -237,32 +326,19 @@ served() {
 }
 
 @test "agent: the chart's DaemonSet on the node serves the injected pods' metrics through node_exporter, labelled with their namespace, pod and container" {
-	"$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
-		skip_missing "no node_exporter image: tests/containers/images makes it from Debian's prometheus-node-exporter (scripts/install-deps)"
-	install image --set agent.enabled=true --set agent.interval=1s \
-		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current
+	install_agent
 	namespace shop
 	pod shop served true ef-sleep 100000000
 	pod shop plain false ef-sleep 100000000
 	pod shop musl true ef-sleep-musl 100000000
 	running shop served plain musl
-	# The agent's pod, Ready once node_exporter answers kubelet's probe.
-	local agent i scraped="" exporter uid
-	for i in $(seq 300); do
-		agent=$(kc -n epollfix get pods -l app.kubernetes.io/component=agent -o jsonpath='{.items[0].metadata.name}' 2>/dev/null)
-		[ -n "$agent" ] && [ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] && break
-		sleep 0.2
-	done
-	[ "$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] ||
-		fail "the agent is not ready: $(kc -n epollfix describe pod "$agent" | tail -n 20)"
-	# Scraped as Prometheus would, from the pod's network (its address, the
-	# port the chart's annotations name).
-	exporter=$(kc -n epollfix get pod "$agent" -o jsonpath='{.status.podIP}')
-	for i in $(seq 100); do
-		scraped=$(curl -sf "http://$exporter:9100/metrics" 2>/dev/null) || true
-		grep -q 'pod="musl"' <<<"$scraped" && grep -q 'pod="served"' <<<"$scraped" && break
-		sleep 0.3
-	done
+	local agent scraped="" uid
+	agent=$(agent_ready)
+	# Each pod's series once the status container has read the process with
+	# its library (a read in the process's first instants, before its loader
+	# mapped it, says not_loaded until the next).
+	scrape "$agent" '^epollfix_library_loaded\{.*pod="musl".*state="loaded"\} 1' \
+		'^epollfix_library_loaded\{.*pod="served".*state="loaded"\} 1'
 	echo "$scraped" >"$BATS_TEST_TMPDIR/scraped"
 	for p in served musl; do
 		uid=$(kc -n shop get pod "$p" -o jsonpath='{.metadata.uid}')
@@ -281,4 +357,77 @@ served() {
 	! grep -q 'pod="plain"' <<<"$pods" || fail "a series for shop/plain: $(grep 'pod="plain"' <<<"$pods" | head -3)"
 	! grep -q '[{,]pid="' <<<"$pods" || fail "series keyed by pid: $(grep '[{,]pid="' <<<"$pods" | head -3)"
 	echo "# agent: $(grep -c . <<<"$pods") epollfix series for 2 injected pods" >&3
+}
+
+@test "Go agent: static and stripped Go pods that opt in are served by the node's agent (50 us sleeps; its log names them), one it cannot read is named and left alone, the same image without the annotation is not touched" {
+	install_go_agent
+	namespace shop
+	local agent p l phase log
+	agent=$(agent_ready)
+	pod shop go-static true go-sleeps 2000
+	pod shop go-stripped true go-sleeps-stripped 2000
+	pod shop go-noopt true go-sleeps-noopt 1000
+	pod shop go-off false go-sleeps 1000
+	for p in go-static go-stripped go-noopt go-off; do
+		phase=$(finished shop "$p")
+		[ "$phase" = Succeeded ] || fail "shop/$p: $phase $(kc -n shop logs "$p" 2>&1 | tail -5)"
+		output=$(kc -n shop logs -c app "$p")
+		l=$(go_late)
+		echo "# shop/$p: median $l us late" >&3
+		echo "shop/$p $l" >>"$BATS_FILE_TMPDIR/lateness"
+		case $p in
+		go-static | go-stripped) [ "$l" -lt 600 ] || fail "shop/$p: $l us late with the agent" ;;
+		*) [ "$l" -gt 900 ] || fail "shop/$p: only $l us late without the agent" ;;
+		esac
+	done
+	# Its log: a line for each Go process of an opted-in pod, attached or why
+	# not; none for the pod that did not opt in (the same program).
+	log=$(kc -n epollfix logs "$agent" -c epollfix-go-agent)
+	echo "$log" >"$BATS_TEST_TMPDIR/agent.log"
+	[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 1 ] ||
+		fail "not one attached go-sleeps in the agent's log: $log"
+	[ "$(grep -c '(/usr/local/bin/go-sleeps-stripped, go[0-9.]*): attached$' <<<"$log")" = 1 ] ||
+		fail "not one attached go-sleeps-stripped in the agent's log: $log"
+	grep -q '(/usr/local/bin/go-sleeps-noopt, go[0-9.]*): not attached: ' <<<"$log" ||
+		fail "the agent's log does not say why go-sleeps-noopt was not attached: $log"
+	echo "# the agent's log: $(grep 'attached' <<<"$log" | sed 's/^epollfix agent: //' | tr '\n' ';')" >&3
+}
+
+@test "Go agent: a rollout restart of the agent's DaemonSet under a Go server's load: every request answered, restart count 0, the new agent serves the running process again (its log, its counters by pod, the sleeps)" {
+	install_go_agent
+	namespace shop
+	local old new pid ip lines load ended scraped=""
+	old=$(agent_ready)
+	pod shop web true go-httpnap 0
+	running shop web
+	pid=$(pid shop web)
+	ip=$(kc -n shop get pod web -o jsonpath='{.status.podIP}')
+	served_go "$old" "$pid" 1
+	# Its counters, by pod (node_exporter sorts the labels).
+	ended='^epollfix_go_ended_waits_total\{.*mechanism="agent".*pod="web".*\} [1-9]'
+	scrape "$old" "$ended"
+	# The load: from the node, through the pod's address on the bridge.
+	"$EPOLLFIX_BUILD/go/local/static/httpnap" load "http://$ip:8080/" 4 >"$BATS_TEST_TMPDIR/load" 2>&1 3>&- &
+	load=$!
+	echo "$load" >"$BATS_TEST_TMPDIR/load.pid"
+	sleep 1
+	run kc -n epollfix rollout restart daemonset/epollfix-epollfix-agent
+	assert_success
+	run kc -n epollfix rollout status daemonset/epollfix-epollfix-agent --timeout=120s
+	assert_success
+	new=$(agent_ready "$old")
+	lines=$(kc -n shop logs web | wc -l)
+	served_go "$new" "$pid" $((lines + 1))
+	scrape "$new" "$ended"
+	sleep 1
+	kill -TERM "$load"
+	wait "$load" || fail "requests failed: $(cat "$BATS_TEST_TMPDIR/load")"
+	rm "$BATS_TEST_TMPDIR/load.pid"
+	run cat "$BATS_TEST_TMPDIR/load"
+	assert_output --regexp '^requests=[1-9][0-9]* failed=0$'
+	echo "# rollout: $output; $old -> $new; web's seconds: $(kc -n shop logs web | sed -n 's/.*p50_late_us=\([0-9]*\) .*/\1/p' | tr '\n' ' ')" >&3
+	# The same process, never restarted.
+	run kc -n shop get pod web -o jsonpath='{.status.phase} {.status.containerStatuses[0].restartCount}'
+	assert_output "Running 0"
+	[ "$(pid shop web)" = "$pid" ] || fail "shop/web's process changed: $pid, now $(pid shop web)"
 }

@@ -1044,7 +1044,7 @@ assert "epollfix-go-agent" not in names(off), names(off)
 assert not any(v["name"] == "agent-state" for v in off["volumes"]), off["volumes"]
 assert any(v["name"] == "agent-state" and "emptyDir" in v for v in on["volumes"]), on["volumes"]
 agent = next(c for c in on["containers"] if c["name"] == "epollfix-go-agent")
-assert agent["command"] == ["/bin/epollfix-agent", "agent", "--pods", "--quiet"], agent["command"]
+assert agent["command"] == ["/bin/epollfix-agent", "agent", "--pods"], agent["command"]
 assert agent["securityContext"]["privileged"] is True and on["hostPID"] is True, agent
 assert {"name": "agent-state", "mountPath": "/run/epollfix"} in agent["volumeMounts"], agent
 status = next(c for c in on["containers"] if c["name"] == "epollfix-status")
