@@ -262,6 +262,13 @@ served_go() {
 	assert_output --regexp '^containerd://v?2\.[1-9][0-9]*\.[0-9]+ v1\.37\.'
 	run kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'
 	assert_output True
+	# Nothing anonymous reaches the kubelet (a local user, a pod): only the
+	# apiserver's client certificate, for logs and exec, and known tokens.
+	local addr port
+	addr=$(kc get node "$node" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+	port=$(kc get node "$node" -o jsonpath='{.status.daemonEndpoints.kubeletEndpoint.Port}')
+	run curl -sk -o /dev/null -w '%{http_code}' "https://$addr:$port/pods"
+	assert_output 401
 }
 
 @test "chart, image volume: helm install; glibc and musl pods that opt in load the library from the image volume and wake on time, the others do not" {
