@@ -691,3 +691,16 @@ map_entries() {
 	! grep -q "^epollfix agent: pid 1 " "$log" || fail "a forged line: $(cat -A "$log")"
 	! grep -q $'\e' "$log" || fail "an escape byte: $(cat -A "$log")"
 }
+
+@test "a program the agent will not serve, started after it, is said once: its exec's verdict holds for the scans after" {
+	"$cmd" agent --path="$gobin/" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	sleep 1 # loaded and scanned
+	start_phases "$(prog local stripped-noopt phases)"
+	round 50
+	sleep 2.5 # past the agent's next scan of /proc
+	round 50
+	end_phases
+	[ "$(grep -c "pid $prog_pid (.*): not attached: " "$log")" = 1 ] || fail "$(cat "$log")"
+}

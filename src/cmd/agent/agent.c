@@ -204,14 +204,31 @@ static void scan(void)
 		qsort(A.seen, A.nseen, sizeof(*A.seen), by_pid);
 }
 
-/* An exec: the kernel dropped the process's entry; read the new image. */
+/* An exec: the kernel dropped the process's entry; read the new image. A
+ * verdict of "not for us" goes into the last scan's list, so that the next
+ * scan does not look (and say so) again. */
 static void on_exec(uint32_t tgid, void *arg)
 {
 	(void)arg;
 	if (A.only && tgid != (uint32_t)A.only)
 		return;
-	if (!ef_abpf_attached(A.bpf, tgid))
-		look_at(tgid, ef_abpf_generation(A.bpf, tgid));
+	if (ef_abpf_attached(A.bpf, tgid))
+		return;
+	uint64_t gen = ef_abpf_generation(A.bpf, tgid), start = ef_look_start(tgid);
+	if (look_at(tgid, gen) != 0)
+		return;
+	struct seen key = { tgid, start, gen };
+	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
+	if (s) {
+		*s = key; /* the same pid: the order holds */
+	} else if (A.nseen < A.capseen) { /* inserted in order */
+		size_t at = A.nseen;
+		while (at > 0 && A.seen[at - 1].pid > tgid)
+			at--;
+		memmove(&A.seen[at + 1], &A.seen[at], (A.nseen - at) * sizeof(*A.seen));
+		A.seen[at] = key;
+		A.nseen++;
+	} /* else looked at again by the next scan: said twice, not wrong */
 }
 
 static void report_process(uint32_t tgid, const struct ef_bpf_proc *p, void *arg)
