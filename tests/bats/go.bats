@@ -583,6 +583,9 @@ PY
 }
 
 @test "\$(epollfix PROGRAM 2>&1) returns when the program does, a daemon it started still under the filter" {
+	# The daemon is started by sh, which the musl build's library (the
+	# command's LD_PRELOAD there) cannot load into: glibc's build runs it.
+	[ "$EPOLLFIX_LIBC" = glibc ] || skip "sh is a glibc program: the glibc build runs this test"
 	local t0 out daemon=$BATS_TEST_TMPDIR/daemon
 	t0=$(date +%s%N)
 	# The program starts a Go daemon (1000 sleeps of 30 ms: 30 s) on its own

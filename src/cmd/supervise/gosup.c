@@ -248,10 +248,12 @@ static void test_stop_at(const char *where)
  * back to sleep. A claim is covered by the claimer's watch timer, armed
  * before the claim (and disarmed if the claim fails): were it stopped
  * anywhere from its claim to its answer, the other wakes HOLD_NS later,
- * answers what it received (rescue) and steals the claim. A RECV that finds
- * nothing (the call withdrawn by a signal meanwhile) blocks until the next
- * notification, the one it would wait for anyway; meanwhile its claim, old,
- * is stolen by the other, which answers the rest. */
+ * answers what it received (rescue) and steals the claim. Under its claim
+ * it looks again that a notification waits before its RECV, which would
+ * otherwise block it in the kernel: one the other received just before
+ * letting go of its claim leaves nothing. A RECV that still finds nothing
+ * (the call withdrawn by a signal in between) blocks until the next
+ * notification; meanwhile its claim, old, is stolen by the other. */
 static void take(void)
 {
 	struct pollfd q = { listener, POLLIN, 0 };
@@ -266,6 +268,16 @@ static void take(void)
 			return; /* the other takes them */
 		}
 		test_stop_at("claim");
+		/* Nothing left to receive (the other took it before it let go of
+		 * its claim): a RECV would block this answerer in the kernel, where
+		 * it can answer for no one, until the next notification. */
+		struct pollfd left = { listener, POLLIN, 0 };
+		if (poll(&left, 1, 0) != 1 || !(left.revents & POLLIN)) {
+			held = t;
+			atomic_compare_exchange_strong(&shared->claim, &held, 0);
+			set_watch(mine, 0);
+			break;
+		}
 		if (!busy_since)
 			busy_since = t;
 		struct ef_notif note;
