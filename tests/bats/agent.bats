@@ -22,6 +22,7 @@ setup() {
 	load helpers
 	cmd=$EPOLLFIX_CMD
 	gobin=$EPOLLFIX_BUILD/go
+	mine=$BATS_TEST_TMPDIR/go
 	log=$BATS_TEST_TMPDIR/agent.log
 	# The agent is the glibc build's (libbpf); it needs root and this kernel's
 	# BPF: where it cannot run, skipped saying why (a failure in CI).
@@ -59,6 +60,14 @@ start_phases() {
 	prog_pid=$!
 	track_pid "$prog_pid"
 	exec 4>"$BATS_TEST_TMPDIR/in"
+}
+
+# own PROGRAM: a copy of PROGRAM in this test's own directory, $mine: an
+# agent chosen by --path="$mine/" serves it and no other test's program
+# (the suite's files run at once: go.bats' programs are under $gobin too).
+own() {
+	mkdir -p "$mine"
+	cp "$1" "$mine/" && echo "$mine/$(basename "$1")"
 }
 
 # round N: asks for N sleeps and waits for their line; $output is that line.
@@ -172,11 +181,11 @@ report() {
 }
 
 @test "the agent follows programs started after it, and sees their exec" {
-	"$cmd" agent --path="$gobin/" 2>"$log" &
+	"$cmd" agent --path="$mine/" 2>"$log" &
 	agent_pid=$!
 	track_pid "$agent_pid"
 	sleep 1 # loaded and scanned
-	start_phases "$(prog local static phases)"
+	start_phases "$(own "$(prog local static phases)")"
 	# Its exec is read within a second (the agent reads the kernel's exec
 	# events each second, not at each exec of the machine).
 	for i in $(seq 50); do grep -q "pid $prog_pid (.*): attached$" "$log" && break; sleep 0.1; done
@@ -229,8 +238,8 @@ report() {
 }
 
 @test "a restarted agent picks up the programs that run: killed, started again, the same program's sleeps short again" {
-	start_phases "$(prog local static phases)"
-	start_agent agent --path="$gobin/"
+	start_phases "$(own "$(prog local static phases)")"
+	start_agent agent --path="$mine/"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "first agent: $output; $(cat "$log")"
 	kill -KILL "$agent_pid"
@@ -239,7 +248,7 @@ report() {
 	native "no agent"
 	# The second agent finds the program by its scan of /proc: it started
 	# before this agent, and never exec'd since.
-	start_agent agent --path="$gobin/"
+	start_agent agent --path="$mine/"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "second agent: $output; $(cat "$log")"
 	[ "$(field sigurg)" = 0 ] || fail "$output"
@@ -642,12 +651,13 @@ map_entries() {
 
 @test "programs that re-exec in place from another thread than the leader leave no thread entry behind (no task held, no tid mistaken later)" {
 	command -v bpftool >/dev/null || skip_missing "no bpftool"
-	start_phases "$(prog local static phases)"
-	start_agent agent --path="$gobin/"
-	local i
+	start_phases "$(own "$(prog local static phases)")"
+	start_agent agent --path="$mine/"
+	local i stress
+	stress=$(own "$(prog local static stress)")
 	for i in 1 2 3 4 5; do
 		# Its end: a syscall.Exec in place, from whichever thread runs main.
-		run "$(prog local static stress)" 0.3
+		run "$stress" 0.3
 		assert_success
 	done
 	round 100
@@ -693,11 +703,11 @@ map_entries() {
 }
 
 @test "a program the agent will not serve, started after it, is said once: its exec's verdict holds for the scans after" {
-	"$cmd" agent --path="$gobin/" 2>"$log" 4>&- &
+	"$cmd" agent --path="$mine/" 2>"$log" 4>&- &
 	agent_pid=$!
 	track_pid "$agent_pid"
 	sleep 1 # loaded and scanned
-	start_phases "$(prog local stripped-noopt phases)"
+	start_phases "$(own "$(prog local stripped-noopt phases)")"
 	round 50
 	sleep 2.5 # past the agent's next scan of /proc
 	round 50
