@@ -200,12 +200,13 @@ install_go_agent() {
 	install_agent --set agent.go.enabled=true
 }
 
-# agent_ready [OLD]: waits (1 min) until a pod of the agent's DaemonSet, not
+# agent_ready [OLD]: waits (4 min: a CI run's load has kept node_exporter
+# from answering for over a minute) until a pod of the agent's DaemonSet, not
 # OLD nor being deleted, is Ready (node_exporter answers kubelet's probe), and
-# prints its name.
+# prints its name; else fails with the pods' state and node_exporter's log.
 agent_ready() {
-	local agent i
-	for i in $(seq 300); do
+	local agent end=$((SECONDS + 240))
+	while [ "$SECONDS" -lt "$end" ]; do
 		agent=$(kc -n epollfix get pods -l app.kubernetes.io/component=agent -o go-template \
 			--template '{{range .items}}{{if not .metadata.deletionTimestamp}}{{.metadata.name}} {{end}}{{end}}' 2>/dev/null)
 		agent=${agent%% *}
@@ -216,7 +217,7 @@ agent_ready() {
 		fi
 		sleep 0.2
 	done
-	fail "no agent ready: $(kc -n epollfix get pods -o wide; kc -n epollfix describe pods -l app.kubernetes.io/component=agent | tail -n 20)"
+	fail "no agent ready: $(kc -n epollfix get pods -o wide; kc -n epollfix describe pods -l app.kubernetes.io/component=agent | tail -n 20; kc -n epollfix logs -l app.kubernetes.io/component=agent -c node-exporter --tail=20)"
 }
 
 # scrape AGENT REGEX...: scrapes the agent's node_exporter as Prometheus
