@@ -14,8 +14,7 @@ NATIVE_US=900
 setup_file() {
 	load helpers
 	# Each test skips in a musl build (setup): nothing to build for them.
-	[ "$EPOLLFIX_LIBC" != glibc ] ||
-		GOPROXY=off "$EPOLLFIX_SRC/tests/progs/go/build" "$EPOLLFIX_BUILD" 2>&1 | sed "s/^/# /" >&3 || true
+	[ "$EPOLLFIX_LIBC" != glibc ] || go_programs
 }
 
 setup() {

@@ -7,8 +7,7 @@
 
 setup_file() {
 	load helpers
-	# Cached under the build directory; never downloads here.
-	GOPROXY=off "$EPOLLFIX_SRC/tests/progs/go/build" "$EPOLLFIX_BUILD" 2>&1 | sed "s/^/# /" >&3 || true
+	go_programs
 }
 
 setup() {

@@ -170,6 +170,13 @@ stop_tracked() {
 	rm -f "$f"
 }
 
+# go_programs: builds the Go test programs (tests/progs/go/build) under
+# $EPOLLFIX_BUILD/go, from the caches only (never downloads here); its lines
+# go to bats' output. For a setup_file.
+go_programs() {
+	GOPROXY=off "$EPOLLFIX_SRC/tests/progs/go/build" "$EPOLLFIX_BUILD" 2>&1 | sed "s/^/# /" >&3 || true
+}
+
 # prog RELEASE VARIANT NAME: a Go test program tests/progs/go/build made
 # under $EPOLLFIX_BUILD/go, or the test is skipped (failed in CI).
 prog() {
