@@ -106,14 +106,20 @@ assert_all_upgraded() {
 # EPOLLFIX_ADAPT=safe leaves alone a 1 ms stream it cannot show to be sub-ms;
 # the list is how a whole host keeps one known loop precise.
 @test "EPOLLFIX_SUBMS_CALLERS with EPOLLFIX_ADAPT=safe: a listed ticker keeps every upgrade" {
-	# safe takes about 30 waits to leave a ticker alone on a quiet machine;
-	# where the thread is often preempted between two waits, the gaps look
-	# like a deadline's passing and it takes longer.
+	# First, that the list is what keeps the upgrades: unlisted, safe leaves
+	# the ticker alone. It takes about 30 waits on a quiet machine; where
+	# the thread is often preempted between two waits, a preemption ends a
+	# run at a random point, which looks like a deadline passing (proof of
+	# sub-ms), and it can take longer than a run: up to four runs are given.
 	COUNT=300
-	run preload EPOLLFIX_LOG=debug EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count "$COUNT"
-	assert_success
-	count_decisions
-	[ "$meant" -gt 0 ] || fail "safe left no wait alone: $output"
+	local try
+	for try in 1 2 3 4; do
+		run preload EPOLLFIX_LOG=debug EPOLLFIX_ADAPT=safe "$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count "$COUNT"
+		assert_success
+		count_decisions
+		[ "$meant" -gt 0 ] && break
+	done
+	[ "$meant" -gt 0 ] || fail "safe left no wait alone in $try runs of $COUNT: $output"
 	run preload EPOLLFIX_LOG=debug EPOLLFIX_ADAPT=safe EPOLLFIX_SUBMS_CALLERS=ef-sleep \
 		"$EPOLLFIX_PROGS/ef-sleep" --fixed-ms 1 --count "$COUNT"
 	assert_success
