@@ -123,6 +123,8 @@ sum_of() {
 	grep -qx "epollfix_threads_total{program=\"$name\"} 2" <<<"$mine" || fail "$mine"
 	grep -qx "epollfix_library_loaded{program=\"$name\",state=\"loaded\"} 1" <<<"$mine" || fail "$mine"
 	grep -qx "epollfix_acting{program=\"$name\"} 1" <<<"$mine" || fail "$mine"
+	# Both have the same library: one epollfix_info sample says it.
+	assert_equal "$(grep -c "^epollfix_info{program=\"$name\",version=\"[^\"]*\",build_id=\"[0-9a-f]*\"} 1$" <<<"$mine")" 1
 	assert_equal "$(grep -c "^epollfix_wait_lateness_seconds_bucket{program=\"$name\"," <<<"$mine")" \
 		"$(grep -c "^epollfix_wait_lateness_seconds_bucket{pid=\"$a\"," <<<"$before")"
 	for series in 'epollfix_calls_total function="epoll_wait"' 'epollfix_upgraded_waits_total ' \

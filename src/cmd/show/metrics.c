@@ -141,9 +141,11 @@ static uint64_t sum_at(const struct group *g, size_t off)
  * each state (or version) a series of its own, once. */
 static int first_of(const struct group *g, size_t i, const char *(*word)(const struct look *))
 {
+	char mine[160]; /* word may answer in one static buffer */
+	snprintf(mine, sizeof(mine), "%s", word(g->m[i].l));
 	for (size_t j = 0; j < i; j++)
 		if (ef_look_unloaded(g->m[j].l) == ef_look_unloaded(g->m[i].l) &&
-		    strcmp(word(g->m[j].l), word(g->m[i].l)) == 0)
+		    strcmp(word(g->m[j].l), mine) == 0)
 			return 0;
 	return 1;
 }
@@ -234,15 +236,9 @@ static void write_groups(FILE *out, const struct group *gs, size_t ng)
 	for (size_t k = 0; k < ng; k++)
 		for (size_t i = 0; i < gs[k].n; i++) {
 			const struct look *l = gs[k].m[i].l;
-			char extra[160];
-			int seen = ef_look_unloaded(l);
-			snprintf(extra, sizeof(extra), "%s", info_labels(l));
-			for (size_t j = 0; j < i && !seen; j++)
-				seen = !ef_look_unloaded(gs[k].m[j].l) &&
-				       strcmp(info_labels(gs[k].m[j].l), extra) == 0;
-			if (seen)
+			if (ef_look_unloaded(l) || !first_of(&gs[k], i, info_labels))
 				continue;
-			sample(out, "epollfix_info", &gs[k], extra);
+			sample(out, "epollfix_info", &gs[k], info_labels(l));
 			fputs("1\n", out);
 		}
 	ef_metrics_family(out, "epollfix_acting", "gauge",
