@@ -11,8 +11,11 @@
  * (libc's: the dlopen'ed library is after libc in symbol lookup), then N more,
  * then one that must find the byte written to the fd. Prints
  * "before_exact=.. after_exact=.. found=.." (the waits the library
- * made exact); a filter the library
- * missed kills the process instead (SIGSYS). */
+ * made exact: a wait whose deadline passed before it was made, as a thread
+ * preempted for 50 us does, is an exact poll, which needs no epoll_pwait2);
+ * a filter the library missed kills the process instead (SIGSYS). The line
+ * "ef-dl-filter: the filter is in force" on stderr parts the library's debug
+ * lines of the waits before it from those after. */
 #include "seccomp_filter.h"
 
 #include <dlfcn.h>
@@ -108,6 +111,7 @@ int main(int argc, char **argv)
 	uint64_t before = exact();
 	if (install(argv[3], !strcmp(argv[2], "pwait2") ? EF_NR_EPOLL_PWAIT2 : SYS_prctl))
 		return 1;
+	fprintf(stderr, "ef-dl-filter: the filter is in force\n");
 	waits(ep, n);
 	uint64_t after = exact() - before;
 	struct epoll_event out[4];
