@@ -114,6 +114,19 @@ field() {
 	sed -n "s/.*\\b$1=\\([0-9-]*\\).*/\\1/p" <<<"$output" | head -1
 }
 
+# hinted_between FIRST LAST: "N M" of the library's debug lines in $stderr
+# from the line FIRST to the line LAST (empty: to the end): N hinted waits
+# taken to their deadline (epoll_pwait2), M hinted polls, whose deadline
+# passed before the wait was made (a thread preempted between its hint and
+# its wait, a loaded machine's chance), which need no epoll_pwait2 and count
+# as exact.
+hinted_between() {
+	local part end='$'
+	[ -z "$2" ] || end="/^$2\$/"
+	part=$(sed -n "/^$1\$/,${end}p" <<<"$stderr")
+	echo "$(grep -c 'hinted: to the deadline' <<<"$part") $(grep -c 'hinted: the deadline passed, a poll' <<<"$part")"
+}
+
 # A 1 ms wait never ends before 1 ms, however loaded the machine: a program's
 # shortest wait under ROUNDED_US was upgraded, and a median over it means most
 # were not. A median under it says most waits ended before any 1 ms wait

@@ -21,11 +21,16 @@
  *   ef-dl-fds LIB emfile          waits with no fd free (EMFILE), then waits
  *                                 with some: the second are still made exact;
  *                                 a run's end with none free again: the
- *                                 thread's own timer slack is back after
+ *                                 thread's own timer slack is back after.
+ *                                 The lines "ef-dl-fds: no fd free" and
+ *                                 "ef-dl-fds: fds free" on stderr part the
+ *                                 library's debug lines of the two sets
  *
  * Each prints NAME=VALUE words; the waits are 50 us ones through
  * epollfix_epoll_wait_ns on an idle epoll fd, and "exact" counts those the
- * library made exact (its hinted counter). Exit 0 unless the setup failed. */
+ * library made exact (its hinted counter: a wait whose deadline passed before
+ * it was made, as a thread preempted for 50 us does, is an exact poll, which
+ * needs no epoll_pwait2). Exit 0 unless the setup failed. */
 #define _GNU_SOURCE
 #include "hard.h"
 
@@ -410,10 +415,12 @@ static int emfile_run(void)
 	if (n == 64 || errno != EMFILE)
 		die("filling every fd");
 	int own = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	fprintf(stderr, "ef-dl-fds: no fd free\n");
 	waits(20);
 	uint64_t full = exact();
 	for (int i = 0; i < n; i++)
 		close(fill[i]);
+	fprintf(stderr, "ef-dl-fds: fds free\n");
 	waits(20);
 	uint64_t after = exact() - full;
 	/* The run's end puts the thread's own slack back; with no fd free to
