@@ -658,14 +658,14 @@ stopped_answerer() {
 	stopped_answerer heir kill
 }
 
-# self_stopped WHERE: 3000 sleeps of 200 us; the first answerer to take a
-# notification (the supervisor or its heir, as the scheduler has it) stops
-# itself right after its claim of the listener or its RECV
-# (EPOLLFIX_GO_TEST_STOP, a hook for tests: no kill from outside lands in
-# those windows of microseconds). The other must answer for it and replace
-# it: the program ends on its own, all its sleeps done. Before, a stop after
-# the claim stalled the program until SIGCONT, and one after the RECV for
-# good.
+# self_stopped WHERE: 3000 sleeps of 200 us; an answerer (the supervisor or
+# its heir, as the scheduler has it) stops itself right after its claim of
+# the listener, its RECV of the program's first notification, or its RECV of
+# the launcher's call made before the program runs (EPOLLFIX_GO_TEST_STOP, a
+# hook for tests: no kill from outside lands in those windows of
+# microseconds). The other must answer for it and replace it: the program
+# ends on its own, all its sleeps done. Before, a stop after the claim
+# stalled the program until SIGCONT, and one after the RECV for good.
 self_stopped() {
 	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late i
 	EPOLLFIX_GO_TEST_STOP=$1 "$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
@@ -683,8 +683,35 @@ self_stopped() {
 	self_stopped claim
 }
 
-@test "an answerer stopped between its RECV and publishing the id: the other finds the notification by its id" {
+@test "an answerer stopped between its RECV of the program's first notification and publishing the id: the other finds it by its id" {
 	self_stopped recv
+}
+
+@test "an answerer stopped right after its RECV of the launcher's call: the launcher asks again, the other answers, the program runs" {
+	self_stopped prime
+}
+
+@test "the launcher's call before the program takes no signal of the program's: a SIGALRM left pending and blocked is still pending in it" {
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/out i pending
+	# SIGALRM (14) blocked and sent to itself, then the command exec'd:
+	# both are kept across exec.
+	python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+os.kill(os.getpid(), signal.SIGALRM)
+os.execv(sys.argv[1], sys.argv[1:])' "$cmd" --stats="$report" "$p" 200us 20000 >"$out" &
+	local pid=$!
+	track_pid "$pid"
+	# Once the program runs (its output comes at its exit).
+	for i in $(seq 100); do
+		[ "$(readlink "/proc/$pid/exe")" = "$(realpath "$p")" ] && break
+		sleep 0.05
+	done
+	pending=$(sed -n 's/^ShdPnd:\t//p' "/proc/$pid/status")
+	(( 0x$pending & 0x2000 )) || fail "SIGALRM not pending in the program: ShdPnd $pending"
+	wait "$pid" || fail "exit status $?"
+	[ "$(wc -l <"$out")" -eq 20000 ] || fail "$(wc -l <"$out") sleeps"
+	wait_report
+	[ "$(counter timers)" -gt 10000 ] || fail "not supervised: $(cat "$report")"
 }
 
 @test "kill -STOP of the supervisor under a loopback HTTP load: every request served, exit 0" {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fdpass.h"
@@ -194,6 +196,59 @@ __attribute__((noreturn)) static void become_supervisor(int sock, const char *st
 	ef_go_supervise(sock, stats, program);
 }
 
+/* The pair's first notification, made here before the program runs: the
+ * filter numbers its notifications from a random first id, and one an
+ * answerer received but was stopped or killed before publishing is found by
+ * its id (gosup.c's rescue), which this call's makes possible from the
+ * program's first. An answer not come in PRIME_RETRY_MS (its answerer
+ * stopped right after its RECV) is withdrawn by a signal (SIGALRM of a
+ * POSIX timer, which exec deletes; no SA_RESTART) and asked again, and
+ * the other answers. NULL when answered; else why not. */
+#define PRIME_RETRY_MS 100
+
+static void prime_interrupt(int sig)
+{
+	(void)sig;
+}
+
+static const char *prime(void)
+{
+	struct sigaction on = { .sa_handler = prime_interrupt }, old;
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	struct itimerspec every = { { 0, PRIME_RETRY_MS * 1000000L }, { 0, PRIME_RETRY_MS * 1000000L } };
+	sigset_t alrm, mask, pending;
+	timer_t timer;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	/* A SIGALRM the caller left pending, blocked, is the program's: no
+	 * retries then, rather than take it. */
+	int mine = sigpending(&pending) == 0 && !sigismember(&pending, SIGALRM);
+	if (mine) {
+		sigaction(SIGALRM, &on, &old);
+		sigprocmask(SIG_UNBLOCK, &alrm, &mask);
+	}
+	int timed = mine && timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0 &&
+		    timer_settime(timer, 0, &every, NULL) == 0;
+	struct epoll_event ev;
+	long r;
+	int err, tries = 0;
+	do {
+		r = syscall(SYS_epoll_pwait, EF_GO_PRIME_FD, &ev, 1, 1, NULL, 8);
+		err = errno;
+	} while (r < 0 && err == EINTR && ++tries < ACK_TIMEOUT_MS / PRIME_RETRY_MS);
+	if (timed)
+		timer_delete(timer); /* a signal it sent meanwhile was taken by the handler */
+	if (mine) {
+		sigprocmask(SIG_SETMASK, &mask, NULL);
+		sigaction(SIGALRM, &old, NULL);
+	}
+	if (r < 0 && err == EINTR)
+		return "no answer in 10s";
+	/* ENOSYS: the listener is gone, no one holds it. EBADF is the answer
+	 * (CONTINUE); any other, a filter in force before ours, is not ours. */
+	return r < 0 && err == ENOSYS ? "it let go of the listener" : NULL;
+}
+
 /* NULL when the supervisor said it holds the listener (its pid in *sup);
  * else why not. */
 static const char *wait_ack(int sock, int *sup)
@@ -299,13 +354,17 @@ int ef_go_launch(const char *stats)
 	 * program's first sub-ms wait fails with ENOSYS and Go throws. */
 	int sup = 0;
 	const char *why = ef_send_fd(sv[0], (int)listener) == 0 ? wait_ack(sv[0], &sup) : "sendmsg failed";
+	if (!why) {
+		close((int)listener); /* the pair's alone: a notification no one answers is ENOSYS */
+		listener = -1;
+		why = prime();
+	}
 	if (why) {
 		fprintf(stderr,
-			"epollfix: the Go supervisor did not take the filter's listener (%s): not starting "
+			"epollfix: the Go supervisor does not answer the filter's listener (%s): not starting "
 			"the program under a filter no one answers (run it with --go=off)\n", why);
 		exit(126);
 	}
-	close((int)listener);
 	close(sv[0]);
 	/* Yama's ptrace_scope 1 lets only ancestors read a process, and the
 	 * supervisor is none: the program names it (EINVAL without Yama). An heir

@@ -62,6 +62,9 @@ struct ef_notif_resp {
 #define EF_AUDIT_ARCH_X86_64 0xc000003eU
 #define EF_NR_EPOLL_WAIT 232
 #define EF_NR_EPOLL_PWAIT 281
+/* The fd of the launcher's first trapped call, epoll_pwait(-1, ev, 1, 1, NULL):
+ * its id tells the pair where the filter's numbering starts (gosup.c). */
+#define EF_GO_PRIME_FD (-1)
 
 /* ---- What the supervisor and its heir share: one MAP_SHARED page --------- */
 

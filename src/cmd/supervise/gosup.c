@@ -198,8 +198,9 @@ static void answer_orphan(uint64_t id)
  * received and unanswered is the other's. They are probed from PROBE_AHEAD
  * past the highest id received down to the one the other began its claim
  * after (at most PROBE_MAX). The filter's first id is random (its
- * listener's next_id starts at get_random_u64()): the first notification,
- * lost this way, is not found. */
+ * listener's next_id starts at get_random_u64()): the launcher's call made
+ * before the program runs (priming) is the first, and says where they
+ * start. */
 static void rescue(int slot, int dead)
 {
 	struct ef_go_slot *s = &shared->slot[slot];
@@ -228,18 +229,28 @@ static void saw_id(uint64_t id)
 		;
 }
 
-/* EPOLLFIX_GO_TEST_STOP (tests only, doc/go.md): "claim" or "recv", the
- * first answerer to take a notification once an id is known (see rescue)
- * stops itself (SIGSTOP), once a pair, right after its claim or its RECV:
- * the two windows no kill from outside can hit. Which one, the scheduler
- * decides. */
+/* EPOLLFIX_GO_TEST_STOP (tests only, doc/go.md): "claim", "recv" or "prime", an
+ * answerer stops itself (SIGSTOP), once a pair, right after its claim or its
+ * RECV: the two windows no kill from outside can hit. "claim": the first
+ * claim once an id is known; "recv": the RECV of the program's first
+ * notification (see rescue); "prime": the RECV of the launcher's, before
+ * the program runs. Which answerer, the scheduler decides. */
 static const char *test_stop;
 
 static void test_stop_at(const char *where)
 {
-	if (test_stop && strcmp(test_stop, where) == 0 && atomic_load(&shared->last_id) &&
+	if (test_stop && strcmp(test_stop, where) == 0 &&
+	    (strcmp(where, "claim") != 0 || atomic_load(&shared->last_id)) &&
 	    !atomic_exchange(&shared->test_stopped, 1))
 		raise(SIGSTOP);
+}
+
+/* The launcher's first trapped call (golaunch.c's prime), made before the
+ * program runs: answered, never counted. A program's own epoll_pwait on fd
+ * -1 would be taken for it, and fails with EBADF just the same. */
+static int priming(const struct ef_notif *n)
+{
+	return n->data.nr == EF_NR_EPOLL_PWAIT && (int32_t)n->data.args[0] == EF_GO_PRIME_FD;
 }
 
 /* Takes the notifications waiting and answers them, one RECV at a time
@@ -291,10 +302,12 @@ static void take(void)
 			set_watch(mine, 0);
 			break;
 		}
-		test_stop_at("recv");
+		test_stop_at(priming(&note) ? "prime" : "recv");
 		atomic_store(&shared->slot[mine].id, note.id);
 		saw_id(note.id);
-		if (t - busy_since > BEHIND_NS) {
+		if (priming(&note)) {
+			answer(note.id);
+		} else if (t - busy_since > BEHIND_NS) {
 			count(EF_GC_NOTIFIED);
 			count(EF_GC_OVERLOAD);
 			answer(note.id);
