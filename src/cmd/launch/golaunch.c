@@ -196,14 +196,14 @@ __attribute__((noreturn)) static void become_supervisor(int sock, const char *st
 	ef_go_supervise(sock, stats, program);
 }
 
-/* The pair's first notification, made here before the program runs: the
- * filter numbers its notifications from a random first id, and one an
+/* The pair's first notification, made here before the program runs. One an
  * answerer received but was stopped or killed before publishing is found by
- * its id (gosup.c's rescue), which this call's makes possible from the
- * program's first. An answer not come in PRIME_RETRY_MS (its answerer
- * stopped right after its RECV) is withdrawn by a signal (SIGALRM of a
- * POSIX timer, which exec deletes; no SA_RESTART) and asked again, and
- * the other answers. NULL when answered; else why not. */
+ * its id (gosup.c's rescue), and the filter numbers its notifications from a
+ * random first id: this call's id tells the pair where the program's start.
+ * An answer not come in PRIME_RETRY_MS (its answerer stopped right after its
+ * RECV) is withdrawn by a signal (SIGALRM of a POSIX timer, which exec
+ * deletes; no SA_RESTART) and asked again, of the other. NULL when
+ * answered; else why not. */
 #define PRIME_RETRY_MS 100
 
 static void prime_interrupt(int sig)
