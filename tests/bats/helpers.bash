@@ -115,15 +115,16 @@ field() {
 }
 
 # hinted_between FIRST LAST: "N M" of the library's debug lines in $stderr
-# from the line FIRST to the line LAST (empty: to the end): N hinted waits
+# from the line FIRST (empty: the start) to the line LAST (empty: the end): N hinted waits
 # taken to their deadline (epoll_pwait2), M hinted polls, whose deadline
 # passed before the wait was made (a thread preempted between its hint and
 # its wait, a loaded machine's chance), which need no epoll_pwait2 and count
 # as exact.
 hinted_between() {
-	local part end='$'
+	local part start=1 end='$'
+	[ -z "$1" ] || start="/^$1\$/"
 	[ -z "$2" ] || end="/^$2\$/"
-	part=$(sed -n "/^$1\$/,${end}p" <<<"$stderr")
+	part=$(sed -n "${start},${end}p" <<<"$stderr")
 	echo "$(grep -c 'hinted: to the deadline' <<<"$part") $(grep -c 'hinted: the deadline passed, a poll' <<<"$part")"
 }
 
