@@ -783,7 +783,7 @@ assert d["kubernetes"] == {"namespace": "shop", "pod": "web-1", "container": "ap
 	assert_line --regexp "^ *$missing ef-sleep +- +- +- +- +- +- +- +-  NOT LOADED: missing  pod shop/web-1/app$"
 	assert_line --regexp "^ *$bad ef-sleep .*  NOT LOADED: not_loaded  pod shop/web-1/app$"
 	assert_line --regexp "^ *$loaded ef-sleep .*  works  pod shop/web-1/app$"
-	run "$cmd" status --json
+	run --separate-stderr "$cmd" status --json
 	assert_success
 	python3 -c '
 import json, sys
@@ -794,7 +794,7 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 
 	# The agent's metrics: every process of the pod, loaded or not, a
 	# series for each state of the container's program.
-	run "$cmd" status --metrics
+	run --separate-stderr "$cmd" status --metrics
 	assert_success
 	local pod="program=\"ef-sleep\",namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\""
 	assert_line "epollfix_library_loaded{$pod,state=\"missing\"} 0"
@@ -804,7 +804,7 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 	assert_line "epollfix_processes{$pod,state=\"not_loaded\"} 1"
 	assert_line "epollfix_processes{$pod,state=\"loaded\"} 1"
 	# Per process, the same with each one's pid.
-	run "$cmd" status --metrics --per-process
+	run --separate-stderr "$cmd" status --metrics --per-process
 	assert_success
 	local labels="namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\""
 	assert_line "epollfix_library_loaded{pid=\"$missing\",program=\"ef-sleep\",ns_pid=\"$missing\",cgroup=\"/$path\",$labels,state=\"missing\"} 0"
@@ -857,7 +857,7 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 	# shellcheck disable=SC2086
 	start_in_cgroups "$BATS_TEST_TMPDIR/c" "$root/kubepods/pod$uid/$other" -- \
 		env $vars EPOLLFIX_CONTAINER_NAME=sidecar LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
-	run "$cmd" status --metrics
+	run --separate-stderr "$cmd" status --metrics
 	assert_success
 	local mine app="program=\"ef-sleep\",namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\""
 	mine=$(grep "pod_uid=\"$uid\"" <<<"$output")

@@ -75,7 +75,7 @@ start_loop() {
 	run grep -cE '^[a-z_]+\{[^}]*\} [0-9.e+-]+ [0-9]+$' <<<"$metrics"
 	assert_output 0
 	# Every process, without a pid: the same families.
-	run "$cmd" status --metrics
+	run --separate-stderr "$cmd" status --metrics
 	assert_success
 	run promtool check metrics <<<"$output"
 	assert_success
@@ -109,7 +109,7 @@ sum_of() {
 	wait_for "both past their first wait" both_waited "$a" "$b"
 	# Per process before and after: the sums bound the default's between.
 	before=$("$cmd" status --metrics --per-process)
-	run "$cmd" status --metrics
+	run --separate-stderr "$cmd" status --metrics
 	assert_success
 	metrics=$output
 	after=$("$cmd" status --metrics --per-process)
@@ -149,7 +149,7 @@ sum_of() {
 	start_named "$name"
 	b=$started
 	wait_for "both past their first wait" both_waited "$a" "$b"
-	run "$cmd" status --metrics --per-process
+	run --separate-stderr "$cmd" status --metrics --per-process
 	assert_success
 	for p in $a $b; do
 		assert_line --regexp "^epollfix_threads_total\{pid=\"$p\",program=\"$name\",ns_pid=\"[0-9]+\",cgroup=\"[^\"]*\"\} 1$"
