@@ -393,6 +393,7 @@ faketime_lib() {
 	run --separate-stderr env EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
 	assert_success
 	# With no fd free, none to the deadline: the exact ones are polls.
+	local to polls
 	read -r to polls <<<"$(hinted_between 'ef-dl-fds: no fd free' 'ef-dl-fds: fds free')"
 	[ "$to" = 0 ] || fail "$stderr"
 	assert_output "emfile_exact=$polls after_exact=20 slack=own"
