@@ -68,10 +68,17 @@ report_n() {
 }
 
 @test "hint: a hint given on another thread is not taken by this thread's waits" {
-	run --separate-stderr preload EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 50 --hint other-thread
+	run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us 300 --count 50 --hint other-thread
 	assert_success
 	[ "$(report_n hinted)" = 0 ] || fail "$stderr"
-	[ "$(field waits)" -gt 50 ] || fail "the policy's steps were expected: $output"
+	# Each wait the policy's: a line of what it did with the 1 ms, none of a
+	# hint. (How many waits a sleep takes is the machine's: where making the
+	# other thread takes longer than the sleep, as under ASan beside a busy
+	# suite, the deadline has passed at the first.)
+	local decided
+	decided=$(grep -cE 'epoll_wait\(epfd=[0-9]+, timeout=1ms\) (upgraded|passed through)' <<<"$stderr")
+	[ "$decided" = "$(field waits)" ] && [ "$decided" -ge 50 ] || fail "$decided decisions for $(field waits) waits: $stderr"
+	! grep -q 'ms) hinted: ' <<<"$stderr" || fail "$stderr"
 }
 
 @test "hint: a program that loads the library with dlopen waits exactly through epollfix_epoll_wait_ns" {
