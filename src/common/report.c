@@ -40,6 +40,13 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 			      (int)(EF_PROBE_PATIENCE_NS / 1000000));
 	case EF_WHY_PROBE_NO_CHILD:
 		return ef_fmt(out, "the probe, a child under the same filter, could not start (clone refused)");
+	case EF_WHY_PROBE_NOT_AT_START:
+		return ef_fmt(out, "a seccomp filter of unknown content was in force at start, and no probe "
+				   "was made then (the library was off, or this process was forked while its "
+				   "parent's probe ran); a probe is made at start only");
+	case EF_WHY_DLOPEN_FILTER:
+		return ef_fmt(out, "loaded with dlopen under a seccomp filter that may be the program's own; "
+				   "EPOLLFIX_SECCOMP=probe asks a child");
 	case EF_WHY_PROBE_LOST:
 		return ef_fmt(out, "the probe's exit was taken by the program's own wait for every child");
 	}

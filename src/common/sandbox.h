@@ -5,8 +5,9 @@
  *    container runtime's default profile, systemd's SystemCallFilter=) is of
  *    unknown content. The library asks a probe: a child that shares nothing the
  *    host could lose makes the three calls under the same filters and says by
- *    its exit what happened (ef_probe_*). Killed, trapped, refused or silent,
- *    the host passes every wait through; it never waits for the child. Where
+ *    its exit what happened (ef_probe_*), in the library's constructor only,
+ *    which reaps it before it returns. Killed, trapped, refused or silent,
+ *    the host passes every wait through. Where
  *    no probe is wanted (EPOLLFIX_SECCOMP=safe, or `auto` outside a container)
  *    none of the three is made, unless the operator trusts the filter
  *    (EPOLLFIX_SECCOMP=trust);
@@ -39,7 +40,13 @@ struct ef_bpf_prog {
 enum {
 	EF_DENY_PWAIT2 = 1, /* epoll_pwait2 */
 	EF_DENY_SLACK = 2,  /* prctl(PR_SET_TIMERSLACK) and prctl(PR_GET_TIMERSLACK) */
-	EF_DENY_ALL = 3,
+	EF_DENY_CALLS = 3,  /* the waits' calls, the ones a probe tries */
+	/* The exit report's (EPOLLFIX_STATS): opening, reading, checking and
+	 * closing /proc/self/comm and the report's file; */
+	EF_DENY_OPEN = 4,
+	/* and getpid and write, to stderr or that file. */
+	EF_DENY_WRITE = 8,
+	EF_DENY_ALL = 15,
 };
 
 /* Why epoll_pwait2 is not used, beside the errno values a kernel or filter
@@ -51,6 +58,8 @@ enum {
 #define EF_WHY_PROBE_NO_CHILD 10005 /* the probe could not be started (clone refused) */
 #define EF_WHY_PROBE_LOST 10006     /* the probe's exit was taken by another waiter */
 #define EF_WHY_NO_CONTAINER 10007   /* `auto` outside a container: no probe, as `safe` */
+#define EF_WHY_PROBE_NOT_AT_START 10008 /* a probe was called for after the constructor */
+#define EF_WHY_DLOPEN_FILTER 10009  /* loaded with dlopen under a filter maybe the program's */
 /* Loaded with dlopen, the library could not read its thread's filter count
  * (/proc/thread-self/status) for a reason that lasts, errno e (1-999): it
  * cannot see a filter installed later, so it makes none of its calls. */
@@ -79,13 +88,11 @@ int ef_pwait2_probe_via(ef_syscall_fn sys);
  * memory), asks for SIGKILL when the thread that made it ends, then makes the
  * library's three calls and exits with what they gave. */
 
-/* How long the host lets the probe answer before it kills it: a child trapped
- * to a listener that never answers, or never scheduled. The host never waits
- * for it; its waits pass through meanwhile. */
-#define EF_PROBE_PATIENCE_NS 500000000LL
-/* How long the library's constructor waits for it (about 0.2 ms here when
- * idle); an answer later is taken at a later wait. */
-#define EF_PROBE_EARLY_NS 2000000LL
+/* How long the probe may take to answer before it is killed: a child trapped
+ * to a listener that never answers, or not scheduled on a loaded machine. The
+ * library's constructor waits for it (about 0.2 ms here when idle), so this is
+ * also the most a program's start can be delayed by it. */
+#define EF_PROBE_PATIENCE_NS 200000000LL
 
 /* Starts the probe: its pid, or -errno when no child could be made. */
 long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns);
@@ -100,8 +107,8 @@ int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, in
 void ef_probe_abandon(ef_syscall_fn sys, long pid);
 
 /* Waits up to patience_ns for the probe's answer (ef_probe_collect's), polling
- * with short sleeps: 0 answered, 1 still running (then it is the caller's to
- * take later, or to abandon). */
+ * with sleeps that start at 20 us and double up to 2 ms: 0 answered, 1 still
+ * running (then it is the caller's to abandon). */
 int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why);
 
 /* The probe from start to answer, for the command (which is no host): the

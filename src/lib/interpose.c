@@ -400,7 +400,7 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			timeout = 0;
 			waited = 0;
 		} else {
-			if (ef_pwait2_usable((int)c->seccomp, c->slack_ns)) {
+			if (ef_pwait2_usable((int)c->seccomp)) {
 				r = wait_fine(c, epfd, ev, maxevents, left, mask, &why);
 				if (r != REFUSED)
 					waited = left;
@@ -462,7 +462,7 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 
 	learned(d.learned);
 	int fine = d.action == EF_UPGRADE || d.action == EF_CLAMP || d.action == EF_BOUNDED;
-	if (fine && !ef_pwait2_usable((int)c->seccomp, c->slack_ns)) {
+	if (fine && !ef_pwait2_usable((int)c->seccomp)) {
 		d = ef_without_pwait2(d, timeout);
 		fine = 0;
 	}

@@ -3,8 +3,11 @@
  * none of them calls back, so the objects of src/ depend on each other without
  * a cycle (scripts/check-deps checks it). */
 #include <pthread.h>
+#include <unistd.h>
 
+#include "fmt.h"
 #include "live.h"
+#include "log.h"
 #include "ration.h"
 #include "real.h"
 #include "recognize.h"
@@ -12,15 +15,26 @@
 #include "state.h"
 #include "stats.h"
 
+/* A warning or debug line goes to stderr only while every filter the library
+ * read allows write (sandbox.h): a program that forbids itself writing is
+ * never killed for one. */
+static void log_line(const struct ef_buf *line)
+{
+	if (!(ef_sandbox_denied() & EF_DENY_WRITE))
+		ef_buf_write(line, STDERR_FILENO);
+}
+
 __attribute__((constructor)) static void epollfix_init(void)
 {
+	ef_log_sink(log_line);
 	ef_state_load();
 	ef_seccomp_go_filter(ef_state_env(EF_GO_FILTER_ENV));
 	ef_real_init();
 	ef_filters_init();
 	struct ef_config c;
-	if (!ef_fast_disabled() && ef_state_config(&c) && !c.disable)
-		ef_pwait2_early((int)c.seccomp, c.slack_ns);
+	int on = !ef_fast_disabled() && ef_state_config(&c) && !c.disable;
+	ef_pwait2_early(on, on ? (int)c.seccomp : 0, on ? c.slack_ns : 0);
+	ef_stats_prepare();
 	ef_recognize_init();
 	ef_live_init();
 	ef_interpose_init();

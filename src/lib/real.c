@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "elfsym.h"
 #include "proc.h"
 #include "sandbox.h"
@@ -238,7 +239,7 @@ static int transient(int err)
 
 static __attribute__((noinline, cold)) int filters_checked(void)
 {
-	if (ef_sandbox_denied() == EF_DENY_ALL)
+	if ((ef_sandbox_denied() & EF_DENY_CALLS) == EF_DENY_CALLS)
 		return 0;
 	int err;
 	long now = filter_count(&err);
@@ -253,7 +254,10 @@ static __attribute__((noinline, cold)) int filters_checked(void)
 	/* A moment without a free fd or memory: this use does without. */
 	if (now < 0 && transient(err))
 		return 0;
-	ef_sandbox_deny(EF_DENY_ALL);
+	/* A filter it never read may forbid opening files after start-up
+	 * (pledge-like): the exit report then goes to stderr, as when one it
+	 * read does. */
+	ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
 	ef_pwait2_refused(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
 	return 0;
 }
@@ -271,23 +275,18 @@ EF_WAIT_PATH int ef_filters_seen(void)
  * kernel is asked at the first use, by a raw system call (no cancellation
  * point: nothing stays "probing" for a thread that leaves). Under a filter in
  * force at start, of unknown content, a child is asked (sandbox.h's probe),
- * in the constructor: a clone copies the process's page tables, about 12 ms
- * per 100 MB of touched memory here, so a probe made at the first wait of a
- * server that has grown would stall it, where at start-up it costs about
- * 0.1-0.3 ms. The constructor gives it EF_PROBE_EARLY_NS to answer; the
- * waits pass through until it has, and whichever thread comes next takes
- * the answer without waiting. A caller that finds either under way passes
- * its call through. */
+ * in the constructor and only there: the program's own code has not run, so
+ * no filter of its own can forbid the clone, the waitid or the kill, and the
+ * probe is reaped, answered or killed, before the constructor returns: no
+ * child of the library outlives it, and a fork child inherits the answer.
+ * (A clone also copies the process's page tables, about 12 ms per 100 MB of
+ * touched memory here, so a probe made later in a server that has grown would
+ * stall it, where at start-up it costs about 0.1-0.3 ms.) A process that
+ * reaches its first wait with no answer (the library was off at start, or it
+ * was forked while its parent's constructor probed) does without. */
 
-static _Atomic long probe_pid; /* the probe under way, or 0 (none, or a thread is reading it) */
-static _Atomic int64_t probe_since;
-
-static int64_t mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* 1 once the constructor is past the time a probe may be made. */
+static _Atomic int probe_time_over;
 
 /* The state that the first use found, or the one the probe answered: a
  * filter installed meanwhile (ef_seccomp_set) may have said NO first, and
@@ -298,91 +297,76 @@ static void pwait2_settle(int from, int why)
 	atomic_compare_exchange_strong(&pw2_state, &from, why ? EF_PW2_NO : EF_PW2_OK);
 }
 
-/* Takes the probe's answer if it has one; one thread at a time, the others
- * pass by. A probe that takes too long is killed: silent, it counts as no. */
-static __attribute__((noinline, cold)) void probe_answer(void)
+/* The probe from start to answer, in the constructor: EF_PROBE_PATIENCE_NS at
+ * most, then killed and reaped, silent counting as no. */
+static void probe_now(int64_t slack_ns)
 {
-	long pid = atomic_load_explicit(&probe_pid, memory_order_acquire);
-	if (pid <= 0 || !atomic_compare_exchange_strong(&probe_pid, &pid, 0))
-		return;
-	int saved = errno, why;
 	unsigned denied;
-	if (ef_probe_collect(ef_real_syscall(), pid, 0, &denied, &why)) {
-		if (mono_now() - atomic_load_explicit(&probe_since, memory_order_relaxed) <
-		    EF_PROBE_PATIENCE_NS) {
-			atomic_store_explicit(&probe_pid, pid, memory_order_release);
-			errno = saved;
-			return;
-		}
-		ef_probe_abandon(ef_real_syscall(), pid);
-		denied = EF_DENY_ALL;
-		why = EF_WHY_PROBE_SILENT;
-	}
+	int why = ef_probe_run(ef_real_syscall(), slack_ns, &denied);
 	ef_sandbox_deny(denied); /* the slack's verdict before any upgraded wait may use it */
 	pwait2_settle(EF_PW2_PROBING, why);
-	errno = saved;
 }
 
-/* Starts the probe and gives it patience_ns to answer; one slower is left
- * for probe_answer to take at a later wait. */
-static void probe_begin(int64_t slack_ns, int64_t patience_ns)
-{
-	unsigned denied = EF_DENY_ALL;
-	int why = EF_WHY_PROBE_NO_CHILD;
-	long pid = ef_probe_start(ef_real_syscall(), slack_ns);
-	if (pid > 0 && ef_probe_wait(ef_real_syscall(), pid, patience_ns, &denied, &why)) {
-		atomic_store_explicit(&probe_since, mono_now(), memory_order_relaxed);
-		atomic_store_explicit(&probe_pid, pid, memory_order_release);
-		return;
-	}
-	ef_sandbox_deny(denied);
-	pwait2_settle(EF_PW2_PROBING, why);
-}
-
-static __attribute__((noinline, cold)) void pwait2_first_use(int mode, int64_t slack_ns)
+static __attribute__((noinline, cold)) void pwait2_first_use(int mode)
 {
 	int saved = errno;
 	int why = ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall());
-	if (why == EF_PLAN_PROBE)
-		probe_begin(slack_ns, 0); /* the waits pass through until it answers */
-	else
+	if (why == EF_PLAN_PROBE && !atomic_load_explicit(&probe_time_over, memory_order_acquire)) {
+		/* Before the constructor (another object's constructor waits):
+		 * this call passes through, and the constructor probes. */
+		int probing = EF_PW2_PROBING;
+		atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_UNKNOWN);
+	} else if (why == EF_PLAN_PROBE) {
+		pwait2_settle(EF_PW2_PROBING, EF_WHY_PROBE_NOT_AT_START);
+	} else {
 		pwait2_settle(EF_PW2_PROBING, why == EF_PLAN_ASK ? ef_pwait2_probe_via(ef_real_syscall()) : why);
+	}
 	errno = saved;
 }
 
-void ef_pwait2_early(int mode, int64_t slack_ns)
+void ef_pwait2_early(int wanted, int mode, int64_t slack_ns)
 {
 	int saved = errno, expected = EF_PW2_UNKNOWN;
-	if (ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall()) == EF_PLAN_PROBE &&
-	    atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
-		probe_begin(slack_ns, EF_PROBE_EARLY_NS);
+	if (wanted && ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall()) == EF_PLAN_PROBE) {
+		/* Loaded with dlopen, a filter in force now may be the program's
+		 * own, which may kill a clone: only an operator's
+		 * EPOLLFIX_SECCOMP=probe asks a child then. */
+		if (!atomic_load_explicit(&filters_watched, memory_order_acquire) &&
+		    mode != EF_SECCOMP_PROBE) {
+			if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
+				pwait2_settle(EF_PW2_PROBING, EF_WHY_DLOPEN_FILTER);
+		} else if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING)) {
+			probe_now(slack_ns);
+		}
+	}
+	atomic_store_explicit(&probe_time_over, 1, memory_order_release);
 	errno = saved;
 }
 
-EF_WAIT_PATH int ef_pwait2_usable(int mode, int64_t slack_ns)
+EF_WAIT_PATH int ef_pwait2_usable(int mode)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
 	if (s == EF_PW2_OK)
 		return ef_filters_seen();
 	if (s == EF_PW2_UNKNOWN) {
-		if (!ef_filters_seen()) /* no probe a filter unread could kill */
+		if (!ef_filters_seen()) /* no call a filter unread could kill */
 			return 0;
 		int expected = EF_PW2_UNKNOWN;
 		if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
-			pwait2_first_use(mode, slack_ns);
-	} else if (atomic_load_explicit(&probe_pid, memory_order_relaxed)) {
-		probe_answer(); /* also reaps a probe whose answer a new filter made moot */
+			pwait2_first_use(mode);
 	}
 	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK && ef_filters_seen();
 }
 
 void ef_pwait2_after_fork(void)
 {
-	/* The prober was another thread, which the child does not have, and a
-	 * probe child is the parent's, not this process's. */
-	atomic_store_explicit(&probe_pid, 0, memory_order_relaxed);
+	/* Probing here: another thread of the parent was in the constructor's
+	 * probe, whose child is the parent's. This process makes none of its
+	 * own (no child outlives a constructor), so it does without. */
 	int probing = EF_PW2_PROBING;
-	atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_UNKNOWN);
+	if (atomic_load_explicit(&pw2_state, memory_order_relaxed) == EF_PW2_PROBING)
+		atomic_store_explicit(&pw2_why, EF_WHY_PROBE_NOT_AT_START, memory_order_relaxed);
+	atomic_compare_exchange_strong(&pw2_state, &probing, EF_PW2_NO);
 }
 
 void ef_pwait2_refused(int err)
@@ -419,7 +403,7 @@ long ef_seccomp_set(int via_prctl, unsigned long op, unsigned long flags, void *
 	ef_seccomp_inherited(); /* what was in force before this one */
 	/* Strict mode allows read, write, exit and sigreturn only. */
 	int why = EPERM;
-	unsigned deny = strict ? EF_DENY_ALL : ef_sandbox_verdict(prog, slack_ns, &why);
+	unsigned deny = strict ? EF_DENY_CALLS | EF_DENY_OPEN : ef_sandbox_verdict(prog, slack_ns, &why);
 	/* Denied before the filter is in force, so no thread of ours races past it. */
 	unsigned before = ef_sandbox_deny(deny);
 	int state = atomic_load_explicit(&pw2_state, memory_order_acquire);

@@ -82,12 +82,14 @@ EF_REAL_FUNCS(EF_REAL_READY)
 
 /* 1 when epoll_pwait2 may be used. Decided once, at the first call that needs
  * it: by the kernel, or under a filter that was in force at start (its content
- * unknown) as mode (EPOLLFIX_SECCOMP) says, by a child probe (sandbox.h) that
- * also tries slack_ns. Until then it answers 0: that call passes through. */
-int ef_pwait2_usable(int mode, int64_t slack_ns);
-/* In the constructor: a probe the plan calls for starts now, while the
- * process is small, and has EF_PROBE_EARLY_NS to answer. */
-void ef_pwait2_early(int mode, int64_t slack_ns);
+ * unknown) as mode (EPOLLFIX_SECCOMP) says, by the constructor's child probe
+ * (sandbox.h). Until then it answers 0: that call passes through. */
+int ef_pwait2_usable(int mode);
+/* In the constructor, and nowhere else: when wanted (the library is on) and
+ * the plan calls for it, the probe (which also tries slack_ns) is made now,
+ * while the program's own code has not run, and is reaped before this
+ * returns: answered, or killed after EF_PROBE_PATIENCE_NS. */
+void ef_pwait2_early(int wanted, int mode, int64_t slack_ns);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);

@@ -16,6 +16,7 @@
 #include "real.h"
 #include "recognize.h"
 #include "report.h"
+#include "sandbox.h"
 #include "state.h"
 #include "wait_path.h"
 
@@ -286,6 +287,24 @@ static void site_where(const void *ra, const void *ctx, struct ef_buf *w)
 	}
 }
 
+/* The program's name at start, for a report that may not open /proc. */
+static char comm_at_start[32];
+
+static int stats_wanted(const struct ef_text *set)
+{
+	return set && set->stats[0] && strcmp(set->stats, "0") != 0;
+}
+
+void ef_stats_prepare(void)
+{
+	if (stats_wanted(ef_state_text()))
+		ef_proc_line("comm", comm_at_start, sizeof(comm_at_start));
+}
+
+/* The exit report's own calls go only where every filter the library read
+ * allows them (sandbox.h's EF_DENY_OPEN and EF_DENY_WRITE; loaded with
+ * dlopen, a filter it could not read denies both): with no open, it writes
+ * to stderr under the name read at start; with no write, there is none. */
 void ef_stats_report(void)
 {
 	char text[8192], comm[32], path[PATH_MAX + 32];
@@ -297,15 +316,18 @@ void ef_stats_report(void)
 
 	/* EPOLLFIX_STATS: unset or 0, no report; 1, stderr; else a path. Always
 	 * unset in secure execution (state.c). */
-	if (!set || !set->stats[0] || strcmp(set->stats, "0") == 0 || !ef_state_config(&c) ||
-	    !ef_state_selected())
+	unsigned denied = ef_sandbox_denied();
+	if (!stats_wanted(set) || !ef_state_config(&c) || !ef_state_selected() || (denied & EF_DENY_WRITE))
 		return;
 	long pid = (long)getpid();
 	ef_stats_sum(&t);
 	/* A shell or sed started by a preloaded script has nothing to say. */
 	if (t.calls[EF_CALL_WAIT] + t.calls[EF_CALL_PWAIT] == 0)
 		return;
-	ef_proc_line("comm", comm, sizeof(comm));
+	if (denied & EF_DENY_OPEN)
+		ef_fmt(&EF_BUF(comm), "%s", comm_at_start);
+	else
+		ef_proc_line("comm", comm, sizeof(comm));
 	static struct ef_site_view views[EF_SITE_ROWS]; /* at exit, once: not on the stack */
 	ef_site_views(ef_site_rows, ef_stats_all(), EF_SLOTS, views);
 	struct ef_report_in in = { .t = &t, .c = &c, .pid = pid, .comm = comm,
@@ -316,7 +338,9 @@ void ef_stats_report(void)
 	/* One write(2) of the whole report, O_APPEND for files: it never lands in
 	 * the middle of another process's line. */
 	int fd = STDERR_FILENO;
-	if (strcmp(set->stats, "1") != 0) {
+	if (strcmp(set->stats, "1") != 0 && (denied & EF_DENY_OPEN)) {
+		refused(set->stats, "is not opened: a seccomp filter the program installed forbids it");
+	} else if (strcmp(set->stats, "1") != 0) {
 		expand_path(set->stats, path, sizeof(path), pid);
 		fd = open_report(set->stats, path);
 	}

@@ -44,6 +44,9 @@ void ef_stats_learned(struct ef_slot *s, int learned);
 void ef_stats_sum(struct ef_totals *t);
 /* Writes the report where EPOLLFIX_STATS says, if it asks for one (at exit). */
 void ef_stats_report(void);
+/* In the constructor: what the report needs that a filter the program
+ * installs later may forbid it to fetch at exit (the program's name). */
+void ef_stats_prepare(void);
 /* In a fork child: counts start again, so each process reports its own calls,
  * and every slot but keep (the surviving thread's, or NULL) is free. */
 void ef_stats_after_fork(struct ef_slot *keep);

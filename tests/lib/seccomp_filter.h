@@ -23,6 +23,7 @@ struct ef_sock_fprog { unsigned short len; struct ef_sock_filter *filter; };
 #define EF_RET_ERRNO 0x00050000u
 #define EF_RET_KILL_PROCESS 0x80000000u
 #define EF_NR_EPOLL_PWAIT2 441
+#define EF_NR_OPENAT2 437 /* the same on every architecture, as 441 */
 #if defined(__x86_64__)
 #define EF_AUDIT_ARCH 0xc000003eu
 #elif defined(__aarch64__)

@@ -3,15 +3,17 @@
  * or by the program itself, which then sleeps in an epoll loop.
  *
  *   ef-sandbox RULES exec COMMAND [ARGS...]
- *   ef-sandbox RULES loop COUNT [seccomp] [tsync-fail] [cancel-first]
+ *   ef-sandbox RULES loop COUNT [seccomp] [tsync-fail] [cancel-first] [fork]
  *
  * RULES, comma-separated: kill-prctl; kill-fork (clone without CLONE_THREAD,
  * fork and vfork killed, clone3 answered ENOSYS so libc uses clone); eperm-fork
  * (the same refused with EPERM); kill-exit (exit killed, exit_group allowed);
  * kill-pwait2; einval-pwait2; enosys-pwait2; trap-pwait2 (SIGSYS);
  * notify-pwait2 (sent to a seccomp listener that never answers: exec only, a
- * child of the launcher holds it until the program ends); allow (no rule).
- * Every other call is allowed.
+ * child of the launcher holds it until the program ends); kill-wait (waitid
+ * and wait4 killed: a program that never makes a child); kill-kill (kill);
+ * kill-open (open, openat and openat2 killed: a program that opens nothing
+ * once it runs); allow (no rule). Every other call is allowed.
  * loop: installs through prctl (or syscall(SYS_seccomp) with `seccomp`), then
  * COUNT sleeps of 300 us in a loop that waits ceil(remaining) ms, as CPython
  * and libev do; prints "median_us=.. min_us=.. max_us=.. waits=..".
@@ -19,7 +21,10 @@
  * program's install with SECCOMP_FILTER_FLAG_TSYNC fails (it returns that
  * thread's id) and nothing is installed. cancel-first: before installing, a
  * thread is cancelled at its first epoll_wait (the cancel is pending when it
- * starts the call). */
+ * starts the call). fork: a prefork master, which forks at once and waits for
+ * its worker; the worker installs the filter and runs the loop; the master
+ * exits with the worker's status, or 128+signal. Before anything, the loop
+ * prints "children=N", the children the process has as main() starts. */
 #include "clock.h"
 #include "seccomp_filter.h"
 
@@ -29,6 +34,7 @@
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EF_BPF_JSET_K 0x45
@@ -80,6 +86,17 @@ static int build(char *rules)
 		else if (!strcmp(r, "notify-pwait2")) {
 			rule(EF_NR_EPOLL_PWAIT2, EF_RET_USER_NOTIF_);
 			notify = 1;
+		} else if (!strcmp(r, "kill-wait")) {
+			rule(SYS_waitid, EF_RET_KILL_PROCESS);
+			rule(SYS_wait4, EF_RET_KILL_PROCESS);
+		} else if (!strcmp(r, "kill-kill"))
+			rule(SYS_kill, EF_RET_KILL_PROCESS);
+		else if (!strcmp(r, "kill-open")) {
+#ifdef SYS_open
+			rule(SYS_open, EF_RET_KILL_PROCESS);
+#endif
+			rule(SYS_openat, EF_RET_KILL_PROCESS);
+			rule(EF_NR_OPENAT2, EF_RET_KILL_PROCESS);
 		} else if (!strcmp(r, "kill-fork"))
 			fork_action = EF_RET_KILL_PROCESS;
 		else if (!strcmp(r, "eperm-fork"))
@@ -171,11 +188,42 @@ int main(int argc, char **argv)
 	if (strcmp(argv[2], "loop") || argc < 4)
 		goto usage;
 	long count = atol(argv[3]);
-	int via_seccomp = 0, tsync_fail = 0, cancel_first = 0;
+	int via_seccomp = 0, tsync_fail = 0, cancel_first = 0, prefork = 0;
 	for (int i = 4; i < argc; i++) {
 		via_seccomp |= !strcmp(argv[i], "seccomp");
 		tsync_fail |= !strcmp(argv[i], "tsync-fail");
 		cancel_first |= !strcmp(argv[i], "cancel-first");
+		prefork |= !strcmp(argv[i], "fork");
+	}
+	char path[64], kids[256] = "";
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (!fgets(kids, sizeof(kids), f))
+			kids[0] = '\0';
+		fclose(f);
+	}
+	int children = 0;
+	for (char *save = NULL, *k = strtok_r(kids, " \n", &save); k; k = strtok_r(NULL, " \n", &save))
+		children++;
+	printf("children=%d ", children);
+	fflush(stdout);
+	if (prefork) {
+		pid_t worker = fork();
+		if (worker < 0) {
+			perror("ef-sandbox: fork");
+			return 2;
+		}
+		if (worker > 0) {
+			int st;
+			if (waitpid(worker, &st, 0) != worker) {
+				perror("ef-sandbox: waitpid");
+				return 2;
+			}
+			if (WIFSIGNALED(st))
+				printf("worker killed by signal %d\n", WTERMSIG(st));
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
 	}
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
@@ -224,7 +272,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s RULES exec COMMAND [ARGS...]\n"
-			"       %s RULES loop COUNT [seccomp] [tsync-fail] [cancel-first]\n",
+			"       %s RULES loop COUNT [seccomp] [tsync-fail] [cancel-first] [fork]\n",
 		argv[0], argv[0]);
 	return 2;
 }

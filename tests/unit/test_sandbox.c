@@ -45,9 +45,26 @@ static unsigned verdict(struct prog *p, int *why)
 
 Test(sandbox, an_allow_list_that_names_the_calls_denies_nothing)
 {
-	struct prog p = on(SYS_getpid, EF_RET_KILL_PROCESS);
+	struct prog p = on(SYS_mknodat, EF_RET_KILL_PROCESS);
 	int why;
 	cr_assert_eq(verdict(&p, &why), 0);
+}
+
+Test(sandbox, the_exit_reports_calls_are_judged_apart_from_the_waits)
+{
+	int why;
+	struct prog p = on(SYS_openat, EF_RET_KILL_PROCESS);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_OPEN);
+	p = on(SYS_close, EF_RET_ERRNO | EPERM);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_OPEN, "an errno answer loses the report's file too");
+	p = on(SYS_write, EF_RET_KILL_PROCESS);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_WRITE);
+	p = on(SYS_getpid, EF_RET_KILL_PROCESS);
+	cr_assert_eq(verdict(&p, &why), EF_DENY_WRITE);
+#ifdef SYS_open
+	p = on(SYS_open, EF_RET_KILL_PROCESS); /* musl's open() */
+	cr_assert_eq(verdict(&p, &why), EF_DENY_OPEN);
+#endif
 }
 
 Test(sandbox, each_call_is_denied_by_the_action_on_it)
