@@ -100,37 +100,54 @@ static int open_via(ef_syscall_fn sys, long pid, const char *file)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/* Feeds the fields from fd until each is found or the file ends: read from
+ * where the fd is (at), or pread from offset 0 (at >= 0). 0 or the errno. */
+static int feed_fields(ef_syscall_fn sys, int fd, long at, struct ef_proc_field *f, size_t n)
+{
+	/* A status file whole in one read, as a rule: the kernel makes the
+	 * text once. */
+	char buf[4096];
+	for (;;) {
+		size_t done = 0;
+		for (size_t i = 0; i < n; i++)
+			done += f[i].state == DONE;
+		if (done == n)
+			return 0;
+		long got = at < 0 ? sys(SYS_read, fd, buf, sizeof(buf))
+				  : sys(SYS_pread64, fd, buf, sizeof(buf), at);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? (errno ? errno : EIO) : 0;
+		if (at >= 0)
+			at += got;
+		for (size_t i = 0; i < n; i++)
+			ef_proc_field_feed(&f[i], buf, (size_t)got);
+	}
+}
+
 int ef_proc_fields_err(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
 		       size_t n)
 {
-	/* A status file whole in one read, as a rule: read from a fresh fd, so
-	 * plain read (which any filter that lets a program run allows) from the
-	 * start, and the kernel makes the text once. */
-	char buf[4096];
-	int saved = errno, err = 0;
+	/* Read from a fresh fd, so plain read (which any filter that lets a
+	 * program run allows) from the start. */
+	int saved = errno;
 	int fd = open_via(sys, pid, file);
 
 	if (fd < 0) {
 		errno = saved;
 		return -fd;
 	}
-	for (;;) {
-		size_t done = 0;
-		for (size_t i = 0; i < n; i++)
-			done += f[i].state == DONE;
-		if (done == n)
-			break;
-		long got = sys(SYS_read, fd, buf, sizeof(buf));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			err = got < 0 ? (errno ? errno : EIO) : 0;
-			break;
-		}
-		for (size_t i = 0; i < n; i++)
-			ef_proc_field_feed(&f[i], buf, (size_t)got);
-	}
+	int err = feed_fields(sys, fd, -1, f, n);
 	sys(SYS_close, fd);
+	errno = saved;
+	return err;
+}
+
+int ef_proc_fields_fd(ef_syscall_fn sys, int fd, struct ef_proc_field *f, size_t n)
+{
+	int saved = errno;
+	int err = feed_fields(sys, fd, 0, f, n);
 	errno = saved;
 	return err;
 }

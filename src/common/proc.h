@@ -45,6 +45,10 @@ int ef_proc_fields_via(ef_syscall_fn sys, long pid, const char *file, struct ef_
 int ef_proc_fields_err(ef_syscall_fn sys, long pid, const char *file, struct ef_proc_field *f,
 		       size_t n);
 
+/* The same from an fd held open (the library's, loaded with dlopen), read
+ * from offset 0 with pread: no open, and the fd's offset never moves. */
+int ef_proc_fields_fd(ef_syscall_fn sys, int fd, struct ef_proc_field *f, size_t n);
+
 /* The first line of /proc/self/NAME: comm ends in a newline, cmdline's first
  * string (argv[0]) in a NUL. Empty if it cannot be read. */
 void ef_proc_line(const char *name, char *buf, size_t size);

@@ -52,7 +52,7 @@ struct ef_buf *ef_pwait2_why(int why, struct ef_buf *out)
 	}
 	if (why >= EF_WHY_COUNT_UNREAD && why < EF_WHY_COUNT_UNREAD + 1000)
 		return ef_fmt(out, "loaded with dlopen, it cannot see seccomp filters in "
-				   "/proc/thread-self/status (%s)",
+				   "/proc/self/status (%s)",
 			      why > EF_WHY_COUNT_UNREAD ? strerror(why - EF_WHY_COUNT_UNREAD)
 							: "no filter count");
 	return ef_fmt(out, "%s",

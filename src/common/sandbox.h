@@ -61,7 +61,7 @@ enum {
 #define EF_WHY_PROBE_NOT_AT_START 10008 /* a probe was called for after the constructor */
 #define EF_WHY_DLOPEN_FILTER 10009  /* loaded with dlopen under a filter maybe the program's */
 /* Loaded with dlopen, the library could not read its thread's filter count
- * (/proc/thread-self/status) for a reason that lasts, errno e (1-999): it
+ * (/proc/self/status) for a reason that lasts, errno e (1-999): it
  * cannot see a filter installed later, so it makes none of its calls. */
 #define EF_WHY_COUNT_UNREAD 11000
 #define EF_WHY_COUNT_UNREAD_ERRNO(e) (EF_WHY_COUNT_UNREAD + ((e) > 0 && (e) < 1000 ? (e) : 0))

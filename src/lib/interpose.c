@@ -115,6 +115,7 @@ void ef_interpose_child(void)
 {
 	ef_state_after_fork();
 	ef_pwait2_after_fork();
+	ef_filters_after_fork(1);
 	ef_interpose_after_fork();
 	ef_ration_after_fork();
 }
@@ -130,6 +131,7 @@ static __attribute__((noinline, cold)) void new_process(void)
 	int saved = errno;
 	ef_state_after_fork();
 	ef_pwait2_after_fork();
+	ef_filters_after_fork(0);
 	ef_ration_after_fork();
 	if (tls.slot)
 		ef_stats_add(tls.slot, EF_K_THREADS);

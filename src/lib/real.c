@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,15 +155,21 @@ int ef_seccomp_inherited(void)
  * (ef_seccomp_set). Loaded with dlopen (Python's epollfix.enable()) it comes
  * after libc in symbol lookup, and a filter installed through libc (libseccomp's
  * seccomp_load, the program's own prctl) passes it by. Then, before each use of
- * epoll_pwait2 or of its own slack, the library reads the thread's filter
- * count (Seccomp_filters: in /proc/thread-self/status, Linux 5.9, before
+ * epoll_pwait2 or of its own slack, the library reads the process's filter
+ * count (Seccomp_filters: in /proc/self/status, Linux 5.9, before
  * epoll_pwait2's 5.11); any change from the count at start means a filter it
  * never read: it stops making either call for good.
- * The file is opened, read and closed within the check: an fd kept between
- * calls would be a number the program may close and reuse (closefrom, dup2),
- * which the library would then read from and close, and one per thread, with
- * no sure moment to close it (a thread that ends without the key destructor,
- * a fork child), would be leaked and count against RLIMIT_NOFILE. prctl
+ * The file is opened once, in the constructor, and read with pread: a filter
+ * installed later that forbids opening files (pledge-like) leaves the check
+ * what it needs, and a read costs no open and close. The fd sits at 256 or
+ * above, away from the low numbers a program reuses; it is checked by fstat
+ * before each read, so a number the program closed and reused (closefrom,
+ * dup2) is never read nor closed: the library opens the file again then (the
+ * one open after start-up, and only after the program closed the library's).
+ * A fork child's handler opens its own before the child's code runs (the
+ * inherited one is the parent's file). The count is the main thread's: a
+ * filter installed with TSYNC, or by the main thread, shows there; one that
+ * another thread installs for itself alone does not (doc/limits.md). prctl
  * (PR_GET_SECCOMP), which needs no fd, is no check: the filter it would look
  * for may kill prctl. */
 
@@ -170,20 +177,87 @@ static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed 
 /* The count at start; -1: unread then (EMFILE at the dlopen, say). */
 static _Atomic long filters_at_start = -1;
 
-/* The filter count of the calling thread, or -1 with *err the errno that kept
- * it from being read (0: the file holds no count). errno is kept. */
-static long filter_count(int *err)
+#define STATUS_FD_FLOOR 256
+static _Atomic int status_fd = -1; /* /proc/self/status, held */
+static _Atomic uint64_t status_dev, status_ino;
+
+/* Opens /proc/self/status for keeps: its fd, or -errno. */
+static int status_open(void)
+{
+	ef_syscall_fn sys = ef_real_syscall();
+	struct stat st;
+	long fd = sys(SYS_openat, (long)AT_FDCWD, "/proc/self/status", (long)(O_RDONLY | O_CLOEXEC));
+	if (fd < 0)
+		return -errno;
+	long high = sys(SYS_fcntl, fd, (long)F_DUPFD_CLOEXEC, (long)STATUS_FD_FLOOR);
+	if (high >= 0) { /* else (RLIMIT_NOFILE under 257) where it is */
+		sys(SYS_close, fd);
+		fd = high;
+	}
+	if (fstat((int)fd, &st) != 0) {
+		int err = errno;
+		sys(SYS_close, fd);
+		return -err;
+	}
+	atomic_store_explicit(&status_dev, (uint64_t)st.st_dev, memory_order_relaxed);
+	atomic_store_explicit(&status_ino, (uint64_t)st.st_ino, memory_order_relaxed);
+	return (int)fd;
+}
+
+/* 1 when fd is still the file the library opened. */
+static int status_is_ours(int fd)
+{
+	struct stat st;
+	/* libc's fstat: the call (fstat or newfstatat) the program's own make. */
+	return fd >= 0 && fstat(fd, &st) == 0 &&
+	       (uint64_t)st.st_dev == atomic_load_explicit(&status_dev, memory_order_relaxed) &&
+	       (uint64_t)st.st_ino == atomic_load_explicit(&status_ino, memory_order_relaxed);
+}
+
+/* The held fd, opened again when it is missing (unopened at start, or closed
+ * or replaced by the program): the fd, or -1 with *err why not. */
+static int status_held(int *err)
+{
+	int fd = atomic_load_explicit(&status_fd, memory_order_acquire);
+	if (status_is_ours(fd))
+		return fd;
+	int mine = status_open();
+	if (mine < 0) {
+		*err = -mine;
+		return -1;
+	}
+	/* Two threads that race keep the first one's; the other closes its own. */
+	if (!atomic_compare_exchange_strong(&status_fd, &fd, mine)) {
+		ef_real_syscall()(SYS_close, (long)mine);
+		return fd;
+	}
+	return mine;
+}
+
+/* The count read from fd, or -1 with *err the errno that kept it from being
+ * read (0: the file holds no count). errno is kept. */
+static long count_in(int fd, int *err)
 {
 	struct ef_proc_field f[2];
 	char mode[8], count[24];
 	ef_proc_field_init(&f[0], "Seccomp", mode, sizeof(mode));
 	ef_proc_field_init(&f[1], "Seccomp_filters", count, sizeof(count));
-	*err = ef_proc_fields_err(ef_real_syscall(), -1, "status", f, 2);
+	*err = ef_proc_fields_fd(ef_real_syscall(), fd, f, 2);
 	if (*err)
 		return -1;
 	/* Before the count was shown (Linux 5.9): the mode alone. A kernel
 	 * without seccomp has no such line: 0. */
 	return ef_proc_field_found(&f[1]) ? ef_seccomp_filters_of(&f[1]) : ef_seccomp_mode_of(&f[0], 1);
+}
+
+/* The process's filter count, or -1 with *err why not. errno is kept. */
+static long filter_count(int *err)
+{
+	int saved = errno;
+	int fd = status_held(err);
+	long n = fd >= 0 ? count_in(fd, err) : -1;
+	errno = saved;
+	return n;
 }
 
 /* dl_iterate_phdr goes through the objects in the order they were loaded,
@@ -224,8 +298,11 @@ void ef_filters_init(void)
 {
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
 	if (!watched) {
-		int err;
-		atomic_store_explicit(&filters_at_start, filter_count(&err), memory_order_relaxed);
+		int err, fd = status_open();
+		if (fd >= 0)
+			atomic_store_explicit(&status_fd, fd, memory_order_release);
+		atomic_store_explicit(&filters_at_start, fd >= 0 ? count_in(fd, &err) : -1,
+				      memory_order_relaxed);
 	}
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
 }
@@ -267,6 +344,33 @@ EF_WAIT_PATH int ef_filters_seen(void)
 	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
 		return 1;
 	return filters_checked();
+}
+
+void ef_filters_after_fork(int before_child_code)
+{
+	if (atomic_load_explicit(&filters_watched, memory_order_relaxed))
+		return;
+	int saved = errno;
+	int fd = atomic_exchange_explicit(&status_fd, -1, memory_order_acq_rel);
+	if (status_is_ours(fd)) {
+		/* The parent's file: a filter it holds unread is this one's too. */
+		int err;
+		long parent = count_in(fd, &err);
+		long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
+		ef_real_syscall()(SYS_close, (long)fd);
+		if (parent >= 0 && start >= 0 && parent != start) {
+			ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
+			ef_pwait2_refused(EF_WHY_FILTER_UNSEEN);
+		}
+	}
+	/* Before the child's own code, no filter of its own yet: its file now.
+	 * Otherwise the next check opens it. */
+	if (before_child_code && (ef_sandbox_denied() & EF_DENY_CALLS) != EF_DENY_CALLS) {
+		int mine = status_open();
+		if (mine >= 0)
+			atomic_store_explicit(&status_fd, mine, memory_order_release);
+	}
+	errno = saved;
 }
 
 /* ---- The first use of epoll_pwait2 ------------------------------------------

@@ -101,13 +101,19 @@ void ef_seccomp_go_filter(const char *marker);
  * that time. */
 void ef_filters_init(void);
 /* 1 when no filter is in force that the library has not read: always when
- * preloaded; loaded with dlopen, when the calling thread's filter count is
- * what it was at start (read from /proc/thread-self/status, opened and closed
- * here: no fd is kept). 0 when the count could not be read for a moment
- * (EMFILE): that use does without, and the next checks again. Otherwise it
- * denies every call of the library for good (sandbox.h) and answers 0. */
+ * preloaded; loaded with dlopen, when the process's filter count is what it
+ * was at start (read with pread from /proc/self/status, held open since the
+ * constructor). 0 when the count could not be read for a moment (EMFILE
+ * where the file had to be opened again): that use does without, and the
+ * next checks again. Otherwise it denies the library's calls for good
+ * (sandbox.h) and answers 0. */
 int ef_filters_seen(void);
-/* In a fork child: a probe another thread had under way starts again. */
+/* In a child: loaded with dlopen, the held /proc/self/status is the parent's
+ * file; it is closed, and opened anew when before_child_code (the atfork
+ * handler), else at the next check (a raw clone, noticed later). */
+void ef_filters_after_fork(int before_child_code);
+/* In a fork child: a probe another thread of the parent had under way
+ * gives no answer here. */
 void ef_pwait2_after_fork(void);
 /* epoll_pwait2 failed for good at run time (a seccomp filter installed later). */
 void ef_pwait2_refused(int err);

@@ -231,7 +231,7 @@ PY
 	grep -q 'unknown seccomp filter was in force at start' <<<"$stderr" || fail "$stderr"
 }
 
-@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2 or prctl" {
+@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2, prctl or openat" {
 	# musl's dlopen refuses a library with initial-exec TLS, as this one's is.
 	need_glibc
 	local vias=(prctl syscall)
@@ -241,7 +241,7 @@ PY
 	local asan front=("")
 	asan=$(asan_runtime) && front+=("$asan")
 	for pre in "${front[@]}"; do
-		for what in pwait2 prctl; do
+		for what in pwait2 prctl openat; do
 			for via in "${vias[@]}"; do
 				local how="${pre:+behind $pre: }$what through $via"
 				run --separate-stderr env EPOLLFIX_LOG=debug \

@@ -19,7 +19,7 @@
  *   ef-dl-fds LIB nofile          RLIMIT_NOFILE 64, 44 fds held, 16 threads
  *                                 waiting: 12 opens the program has room for
  *   ef-dl-fds LIB emfile          waits with no fd free (EMFILE), then waits
- *                                 with some: the second are still made exact;
+ *                                 with some: both sets counted as exact;
  *                                 a run's end with none free again: the
  *                                 thread's own timer slack is back after.
  *                                 The lines "ef-dl-fds: no fd free" and
