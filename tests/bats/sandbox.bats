@@ -90,6 +90,63 @@ report_says() {
 	done
 }
 
+# calls_after LOG: the system calls of an strace log (-f -qq -o) made by the
+# program's process from its first epoll wait on (the library's constructor
+# is over by then, dlopen'ed or preloaded; a probe child's calls are its own),
+# one name a line, with prctl's option, fcntl's command, open's path and
+# write's fd: "prctl:PR_SET_TIMERSLACK", "openat:/proc/self/comm".
+calls_after() {
+	awk 'NR == 1 { main = $1 }
+	$1 != main { next }
+	{ sub(/^[0-9]+ +/, ""); sub(/ <unfinished \.\.\.>$/, "") }
+	!on && /^epoll_(wait|pwait|pwait2)\(/ { on = 1 }
+	!on || /^(\+\+\+|---|<\.\.\.)/ { next }
+	{
+		name = $0; sub(/\(.*/, "", name)
+		split($0, arg, /[(,)]/); split($0, str, /"/)
+		if (name == "prctl" || name == "write") name = name ":" arg[2]
+		else if (name == "fcntl") name = name ":" arg[3]
+		else if (name == "openat" || name == "open") name = name ":" str[2]
+		print name
+	}' "$1" | sort -u
+}
+
+# rule_holds WITHOUT WITH: the calls of WITH (the library's run) that WITHOUT
+# (the program's own run) never made are all of doc/design.md's table.
+rule_holds() {
+	local extra
+	extra=$(comm -13 <(calls_after "$1") <(calls_after "$2"))
+	grep -q '^epoll_pwait2$' <<<"$extra" || fail "no upgraded wait: $extra"
+	local outside
+	# (musl opens with open, and sets close-on-exec again with fcntl)
+	outside=$(grep -Ev '^(epoll_pwait2|prctl:PR_[GS]ET_TIMERSLACK|getpid|write:2|(open|openat):/proc/self/comm|fcntl: F_SETFD|read|fstat|newfstatat|close|pread64)$' <<<"$extra" || true)
+	[ -z "$outside" ] || fail "calls outside the rule: $outside"
+	# pread64 (which the program never makes once running) only of the fd
+	# the library keeps, at 256 or above.
+	! awk 'NR == 1 { main = $1 } !on && $1 == main && / epoll_(wait|pwait|pwait2)\(/ { on = 1 } on' "$2" |
+		grep -Eq '^[0-9]+ +pread64\(([0-9]|[0-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5]),' ||
+		fail "a pread64 of an fd the library does not keep"
+}
+
+@test "sandbox: after start-up the library's own system calls are the rule's (doc/design.md): preloaded, in a container after its probe, and loaded with dlopen" {
+	command -v strace >/dev/null || skip_missing "no strace"
+	local t=$BATS_TEST_TMPDIR
+	strace -f -qq -o "$t/without" "$EPOLLFIX_PROGS/ef-sleep" --count 50 >/dev/null
+	strace -f -qq -o "$t/with" -E LD_PRELOAD="$EPOLLFIX_LIB" -E EPOLLFIX_STATS=1 \
+		"$EPOLLFIX_PROGS/ef-sleep" --count 50 >/dev/null 2>&1
+	rule_holds "$t/without" "$t/with"
+	grep -Eq 'open(at)?\((AT_FDCWD, )?"/proc/self/comm"' "$t/with" || fail "no report was made"
+	in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/probed" \
+		-E LD_PRELOAD="$EPOLLFIX_LIB" -E EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 50 >/dev/null 2>&1
+	grep -q 'clone(child_stack=NULL, flags=CLONE_FILES)' "$t/probed" || fail "no probe in the container"
+	rule_holds "$t/without" "$t/probed"
+	[ "$EPOLLFIX_LIBC" = glibc ] || return 0 # musl's dlopen refuses the library's TLS
+	strace -f -qq -o "$t/dlopen" -E EPOLLFIX_STATS=1 \
+		"$EPOLLFIX_PROGS/ef-sleep" --count 50 --dlopen "$EPOLLFIX_LIB" >/dev/null 2>&1
+	rule_holds "$t/without" "$t/dlopen"
+	grep -q '^[0-9]* *pread64(' "$t/dlopen" || fail "no filter check in the dlopen run"
+}
+
 # The hardened programs below forbid themselves, once running, what the
 # library's probe needs (clone of a process, waitid, kill): the probe is made,
 # answered or killed, and reaped in the constructor, before main(). Under a
