@@ -10,6 +10,7 @@
  *            [--one-other N] [--ready N] [--long N] [--zero-found N] */
 #define _GNU_SOURCE
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,28 @@ static int call(int ep, struct epoll_event *out, int timeout)
 	return use_pwait ? epoll_pwait(ep, out, 4, timeout, &none) : epoll_wait(ep, out, 4, timeout);
 }
 
+static int call_other(int ep, struct epoll_event *out, int timeout);
+
+/* A call that returned what the pattern does not expect: which one, with what
+ * timeout, what it returned and errno, in which process, then abort(). */
+static __attribute__((noreturn)) void unexpected(const char *what, long i, int timeout, int r, int expect)
+{
+	int e = errno;
+	fprintf(stderr, "ef-calls[%d]: %s #%ld, timeout %d: returned %d (expected %d), errno %d (%s)\n",
+		(int)getpid(), what, i, timeout, r, expect, e, strerror(e));
+	abort();
+}
+
+/* Makes one call of the pattern and checks what it returned. */
+static void expect_call(const char *what, long i, int ep, struct epoll_event *out, int timeout,
+			int expect, int other)
+{
+	errno = 0;
+	int r = other ? call_other(ep, out, timeout) : call(ep, out, timeout);
+	if (r != expect)
+		unexpected(what, i, timeout, r, expect);
+}
+
 /* The same call from a return address of its own: not inlined, and not a tail
  * call (the barrier after it), so the library sees a second call site. */
 static __attribute__((noinline)) int call_other(int ep, struct epoll_event *out, int timeout)
@@ -42,32 +65,29 @@ static void *pattern(void *arg)
 {
 	(void)arg;
 	int idle = epoll_create1(0), ready = epoll_create1(0), p[2], q[2];
-	if (idle < 0 || ready < 0 || pipe(p) || pipe(q) || write(q[1], "x", 1) != 1)
+	if (idle < 0 || ready < 0 || pipe(p) || pipe(q) || write(q[1], "x", 1) != 1) {
+		perror("ef-calls: setup");
 		abort();
+	}
 	struct epoll_event ev = { .events = EPOLLIN }, out[4];
 	epoll_ctl(idle, EPOLL_CTL_ADD, p[0], &ev);
 	epoll_ctl(ready, EPOLL_CTL_ADD, q[0], &ev);
 	for (long i = 0; i < n_zero; i++)
-		if (call(idle, out, 0) != 0)
-			abort();
+		expect_call("zero", i, idle, out, 0, 0, 0);
 	for (long i = 0; i < n_one || i < n_other; i++) {
-		if (i < n_one && call(idle, out, 1) != 0)
-			abort();
-		if (i < n_other && call_other(idle, out, 1) != 0)
-			abort();
+		if (i < n_one)
+			expect_call("one", i, idle, out, 1, 0, 0);
+		if (i < n_other)
+			expect_call("one-other", i, idle, out, 1, 0, 1);
 	}
 	for (long i = 0; i < n_ready; i++)
-		if (call(ready, out, -1) != 1)
-			abort();
+		expect_call("ready", i, ready, out, -1, 1, 0);
 	for (long i = 0; i < n_long; i++)
-		if (call(idle, out, 5) != 0)
-			abort();
+		expect_call("long", i, idle, out, 5, 0, 0);
 	for (long i = 0; i < n_found; i++) {
-		if (call(ready, out, 0) != 1)
-			abort();
+		expect_call("zero-found", i, ready, out, 0, 1, 0);
 		for (int j = 0; j < 10; j++)
-			if (call(idle, out, 0) != 0)
-				abort();
+			expect_call("zero-found empty", i * 10 + j, idle, out, 0, 0, 0);
 	}
 	close(idle), close(ready), close(p[0]), close(p[1]), close(q[0]), close(q[1]);
 	return NULL;
