@@ -20,6 +20,14 @@
 #include <stdint.h>
 
 #define EF_LIVE_SECTION "epollfix_live"
+
+/* The system configuration file a build of the library reads (its
+ * EF_SYSCONF_FILE), as an ELF note of the library's file: owner "epollfix",
+ * this type, the path with its NUL. `epollfix --check` names the file of the
+ * library it would preload, which a command of another build (the image's
+ * musl one beside a glibc library) would not know. */
+#define EF_NOTE_OWNER "epollfix"
+#define EF_NOTE_CONFIG_FILE 1
 #define EF_LIVE_MAGIC "epollfix status"      /* 15 characters and a NUL */
 #ifndef EF_LIVE_LAYOUT /* a test builds a library of another layout */
 #define EF_LIVE_LAYOUT 5

@@ -78,6 +78,13 @@ static ssize_t read_file(const char *path)
 enum ef_file_state ef_config_load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
 				  const char **file, const char *(*get)(const char *name))
 {
+	return ef_config_load_from(c, t, o, file, EF_SYSCONF_FILE, get);
+}
+
+enum ef_file_state ef_config_load_from(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+				       const char **file, const char *sysconf,
+				       const char *(*get)(const char *name))
+{
 	const char *path = get("EPOLLFIX_CONFIG"), *log = get("EPOLLFIX_LOG");
 	/* EPOLLFIX_LOG=quiet silences the file's warnings too. */
 	ef_log_set_level(log && strcmp(log, "quiet") == 0 ? EF_LOG_QUIET : EF_LOG_WARN);
@@ -85,7 +92,7 @@ enum ef_file_state ef_config_load(struct ef_config *c, struct ef_text *t, struct
 	ef_config_defaults(c);
 	ef_text_defaults(t);
 	memset(o, 0, sizeof(*o));
-	*file = path && *path ? path : EF_SYSCONF_FILE;
+	*file = path && *path ? path : sysconf;
 	ssize_t len = read_file(*file);
 	if (len >= 0)
 		ef_config_from_file(c, t, o, *file, file_text, (size_t)len);

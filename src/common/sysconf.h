@@ -16,5 +16,11 @@ enum ef_file_state { EF_FILE_MISSING, EF_FILE_READ, EF_FILE_IGNORED };
  * user is ignored with one warning. */
 enum ef_file_state ef_config_load(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
 				  const char **file, const char *(*get)(const char *name));
+/* The same with sysconf the file read where EPOLLFIX_CONFIG is unset (the
+ * command's: the file of the library it would preload, which another build's
+ * may be). */
+enum ef_file_state ef_config_load_from(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+				       const char **file, const char *sysconf,
+				       const char *(*get)(const char *name));
 
 #endif

@@ -19,6 +19,21 @@
 _Static_assert(sizeof(EPOLLFIX_VERSION) <= sizeof(((struct ef_live *)0)->version),
 	       "the version fits the block");
 
+/* EF_NOTE_CONFIG_FILE (live.h): a note section, which the linker puts in a
+ * PT_NOTE segment, written in assembly for its type. */
+#define EF_STR_(x) #x
+#define EF_STR(x) EF_STR_(x)
+__asm__(".pushsection .note.epollfix.config, \"a\", %note\n"
+	".balign 4\n"
+	".long 2f - 1f\n" /* namesz */
+	".long 4f - 3f\n" /* descsz */
+	".long " EF_STR(EF_NOTE_CONFIG_FILE) "\n"
+	"1: .asciz \"" EF_NOTE_OWNER "\"\n"
+	"2: .balign 4\n"
+	"3: .asciz \"" EF_SYSCONF_FILE "\"\n"
+	"4: .balign 4\n"
+	".popsection\n");
+
 /* used: nothing in the library reads it; the command does, from outside. */
 __attribute__((used, section(EF_LIVE_SECTION), aligned(64))) static struct ef_live block = {
 	.magic = EF_LIVE_MAGIC,

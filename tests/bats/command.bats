@@ -295,3 +295,32 @@ install_tree() {
 		grep -q "${v//_/\\\\_}\|$v" "$EPOLLFIX_BUILD/doc/epollfix.1" || fail "epollfix.1 does not mention $v"
 	done
 }
+
+# sysconf_of BUILD: the system file that build's library reads (its compiler's
+# EF_SYSCONF_FILE, as meson passed it).
+sysconf_of() {
+	grep -o 'EF_SYSCONF_FILE=\\"[^\\]*' "$1/compile_commands.json" | head -1 | sed 's/.*=\\"//'
+}
+
+@test "--check names the configuration file of the library it would preload, whichever build the command is: the image's musl command beside a glibc library" {
+	local glibc=$EPOLLFIX_SRC/build musl=$EPOLLFIX_SRC/build-musl
+	[ -x "$musl/src/epollfix" ] && [ -f "$glibc/src/libepollfix.so" ] ||
+		skip_missing "needs both the glibc and the musl build"
+	local want_glibc want_musl img=$BATS_TEST_TMPDIR/img
+	want_glibc=$(sysconf_of "$glibc") want_musl=$(sysconf_of "$musl")
+	[ -n "$want_glibc" ] && [ "$want_glibc" != "$want_musl" ] || skip "both builds read $want_glibc"
+	# The image's tree (deploy/image): the command in bin/, each libc's library.
+	mkdir -p "$img/bin" "$img/glibc" "$img/musl"
+	cp "$musl/src/epollfix" "$img/bin/"
+	cp "$glibc/src/libepollfix.so" "$img/glibc/"
+	cp "$musl/src/libepollfix.so" "$img/musl/"
+	run env -u EPOLLFIX_CONFIG "$img/bin/epollfix" --check "$glibc/tests/progs/ef-sleep"
+	assert_line "library:      $img/glibc/libepollfix.so"
+	assert_line --regexp "^config file:  $want_glibc \((none|read|ignored)\)$"
+	run env -u EPOLLFIX_CONFIG "$img/bin/epollfix" --check "$musl/tests/progs/ef-sleep"
+	assert_line "library:      $img/musl/libepollfix.so"
+	assert_line --regexp "^config file:  $want_musl \((none|read|ignored)\)$"
+	# EPOLLFIX_CONFIG still names the file for every build.
+	run env EPOLLFIX_CONFIG=/nonexistent/epollfix.conf "$img/bin/epollfix" --check "$glibc/tests/progs/ef-sleep"
+	assert_line "config file:  /nonexistent/epollfix.conf (none)"
+}

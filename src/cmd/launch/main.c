@@ -4,6 +4,7 @@
  * library's variables (config.c's table), checked by the library's parser. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "epollfix.h"
 #include "goimage.h"
 #include "golaunch.h"
+#include "live.h"
 #include "report.h"
 #include "sandbox.h"
 #include "status.h"
@@ -126,6 +128,34 @@ static enum found find_library(const char *path, char *out, size_t size)
 	return f;
 }
 
+/* The system file the library at lib reads (its EF_NOTE_CONFIG_FILE note):
+ * a build of the command for another libc has another default. */
+static char lib_config[PATH_MAX];
+
+static void library_config(const char *lib)
+{
+	struct ef_file e;
+	uint8_t path[PATH_MAX];
+	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+	long n = fd >= 0 && ef_file_open(fd, &e) == 0
+			 ? ef_file_note(&e, EF_NOTE_OWNER, EF_NOTE_CONFIG_FILE, path, sizeof(path))
+			 : -1;
+	if (fd >= 0)
+		close(fd);
+	/* A path, whole, NUL-terminated where the note ends. */
+	if (n > 1 && (size_t)n <= sizeof(path) && path[0] == '/' && path[n - 1] == '\0' &&
+	    strlen((char *)path) == (size_t)n - 1)
+		memcpy(lib_config, path, (size_t)n);
+}
+
+/* The configuration as the library would load it: its own system file. */
+static enum ef_file_state load_config(struct ef_config *c, struct ef_text *t, struct ef_origin *o,
+				      const char **file)
+{
+	return ef_config_load_from(c, t, o, file, *lib_config ? lib_config : EF_SYSCONF_FILE,
+				   (const char *(*)(const char *))getenv);
+}
+
 /* LD_PRELOAD with the library first, unless it is already listed. */
 static void prepend_preload(const char *lib)
 {
@@ -175,7 +205,7 @@ static int check(const char *lib, enum found found)
 
 	uname(&u);
 	enum ef_file_state fs =
-		ef_config_load(&c, &t, &o, &file, (const char *(*)(const char *))getenv);
+		load_config(&c, &t, &o, &file);
 	ef_policy_line(&c, &policy);
 	why = pwait2_check(&c);
 	int works = why == 0;
@@ -303,6 +333,8 @@ int main(int argc, char **argv)
 	char lib[2 * PATH_MAX], path[PATH_MAX];
 	int resolved = i < argc && ef_resolve_program(argv[i], path, sizeof(path)) == 0;
 	enum found found = find_library(resolved ? path : NULL, lib, sizeof(lib));
+	if (found == LIB_FOUND)
+		library_config(lib);
 	/* A Go program is supervised as well (gosup.h), unless --go=off. */
 	char go_text[1024] = "";
 	struct ef_buf go_line = EF_BUF(go_text);
@@ -312,7 +344,7 @@ int main(int argc, char **argv)
 	struct ef_origin go_o;
 	const char *go_file;
 	/* A value not understood is warned about by the one parser, and auto used. */
-	ef_config_load(&go_c, &go_t, &go_o, &go_file, (const char *(*)(const char *))getenv);
+	load_config(&go_c, &go_t, &go_o, &go_file);
 	int go_on = go_c.go != EF_GO_OFF;
 	if (resolved && go_on)
 		supervise = ef_go_plan(path, &go_line);

@@ -294,6 +294,11 @@ static long find_note(const struct ef_file *e, const char *owner, uint32_t type,
 	return -1;
 }
 
+long ef_file_note(const struct ef_file *e, const char *owner, uint32_t type, uint8_t *desc, size_t cap)
+{
+	return find_note(e, owner, type, desc, cap);
+}
+
 size_t ef_file_build_id(const struct ef_file *e, uint8_t *id, size_t cap)
 {
 	long n = find_note(e, "GNU", NT_GNU_BUILD_ID, id, cap);

@@ -31,6 +31,9 @@ int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset,
 
 /* The NT_GNU_BUILD_ID note's bytes: their number (at most cap), or 0. */
 size_t ef_file_build_id(const struct ef_file *e, uint8_t *id, size_t cap);
+/* The first note of this owner and type in a PT_NOTE segment: its
+ * descriptor's length (its bytes copied up to cap), or -1. */
+long ef_file_note(const struct ef_file *e, const char *owner, uint32_t type, uint8_t *desc, size_t cap);
 
 /* The address (p_vaddr) at which file offset off is loaded, from PT_LOAD. */
 int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr);
