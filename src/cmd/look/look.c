@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -434,6 +437,86 @@ static int runs_static(long pid)
 	return is_static;
 }
 
+/* openat2(2) (Linux 5.6), here for the musl build's headers too: the
+ * constants are the kernel's ABI. */
+struct open_how_abi {
+	uint64_t flags, mode, resolve;
+};
+#define RESOLVE_NO_MAGICLINKS_ABI 0x02
+#define RESOLVE_IN_ROOT_ABI 0x10
+#define SYS_OPENAT2_ABI 437 /* one number on every architecture */
+
+/* The process's ids and groups, from /proc/PID/status ("Uid:", "Gid:" real,
+ * effective, saved; "Groups:"): 0, or -1 when not all could be read. */
+#define MAX_GROUPS 4096
+static int proc_creds(long pid, unsigned uid[3], unsigned gid[3], gid_t *groups, size_t *ngroups)
+{
+	static char g[MAX_GROUPS * 11 + 2];
+	char u[128], gi[128];
+	struct ef_proc_field f[3];
+	ef_proc_field_init(&f[0], "Uid", u, sizeof(u));
+	ef_proc_field_init(&f[1], "Gid", gi, sizeof(gi));
+	ef_proc_field_init(&f[2], "Groups", g, sizeof(g));
+	if (ef_proc_fields_via(syscall, pid, "status", f, 3) != 0 || f[2].len + 1 >= sizeof(g) ||
+	    sscanf(u, "%u %u %u", &uid[0], &uid[1], &uid[2]) != 3 ||
+	    sscanf(gi, "%u %u %u", &gid[0], &gid[1], &gid[2]) != 3)
+		return -1;
+	*ngroups = 0;
+	for (char *p = g, *end; *p && *ngroups < MAX_GROUPS; p = end) {
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		groups[(*ngroups)++] = (gid_t)v;
+	}
+	return 0;
+}
+
+/* How path fares when process pid opens it, as its loader would: resolved
+ * in its root (/proc/PID/root, whose absolute links and ".." stay inside
+ * it, as they do for the process) with its ids and groups, in a child that
+ * takes them, so that nothing the process names is reached with this
+ * reader's rights (a file under a directory only root may search is as
+ * unreachable as a file that is not there). 0: a regular file it may open;
+ * ENOENT or ENOTDIR: none there; another errno: no verdict (not permitted,
+ * a kernel without openat2). */
+static int open_as(long pid, const char *path)
+{
+	char root[64];
+	unsigned uid[3], gid[3];
+	static gid_t groups[MAX_GROUPS];
+	size_t ngroups;
+	snprintf(root, sizeof(root), "/proc/%ld/root", pid);
+	if (proc_creds(pid, uid, gid, groups, &ngroups) != 0)
+		return EPERM;
+	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return EPERM;
+	fflush(NULL);
+	pid_t child = fork();
+	if (child == 0) {
+		/* The effective ids are those the loader opened the file with. */
+		if ((geteuid() == 0 && (setgroups(ngroups, groups) != 0 ||
+					setresgid(gid[1], gid[1], gid[1]) != 0 ||
+					setresuid(uid[1], uid[1], uid[1]) != 0)) ||
+		    geteuid() != uid[1] || getegid() != gid[1])
+			_exit(EPERM);
+		struct open_how_abi how = { O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
+					    RESOLVE_IN_ROOT_ABI | RESOLVE_NO_MAGICLINKS_ABI };
+		long fd = syscall(SYS_OPENAT2_ABI, dir, path, &how, sizeof(how));
+		struct stat st;
+		if (fd < 0)
+			_exit(errno == ENOENT || errno == ENOTDIR ? errno : EPERM);
+		_exit(fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) ? 0 : EPERM);
+	}
+	close(dir);
+	int status = 0;
+	if (child < 0)
+		return EPERM;
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : EPERM;
+}
+
 /* A process without the library mapped: when its LD_PRELOAD names one, the
  * look holds who it is and why the library is not there (look.h). Its
  * environment is the process's own: read with a bound (pod.h), like
@@ -441,8 +524,6 @@ static int runs_static(long pid)
 static void unloaded(long pid, struct look *l)
 {
 	struct ef_pod_env env;
-	struct stat st;
-	char path[PATH_MAX + 64];
 	unsigned long long start2;
 
 	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
@@ -450,13 +531,13 @@ static void unloaded(long pid, struct look *l)
 	proc_container(pid, &l->ns_pid, l->cgroup, sizeof(l->cgroup), &l->pod);
 	ef_pod_take_names(&l->pod, &env);
 	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
-	/* The file as the process would find it: through its root (a name
-	 * without a slash is searched for by the loader: not judged). */
-	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
-	l->lib_state = runs_static(pid) ? EF_LIB_STATIC
-		       : l->lib[0] == '/' && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)
-			       ? EF_LIB_MISSING
-			       : EF_LIB_NOT_LOADED;
+	/* The file as the process would find it (a name without a slash is
+	 * searched for by the loader: not judged). */
+	int is_static = runs_static(pid);
+	int err = is_static || l->lib[0] != '/' ? 0 : open_as(pid, l->lib);
+	l->lib_state = is_static ? EF_LIB_STATIC
+		       : err == ENOENT || err == ENOTDIR ? EF_LIB_MISSING
+							 : EF_LIB_NOT_LOADED;
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks) {
 		l->lib_state = EF_LIB_UNKNOWN;
 		FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
