@@ -209,7 +209,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	}
 	closedir(d);
 	/* Go supervisors: their report line each (golook.h). */
-	int supervisors = json ? 0 : ef_golook_list(stdout) + ef_agentlook_each(0, agent_line, stdout);
+	int supervisors = json ? 0 : ef_golook_list(0, stdout) + ef_agentlook_each(0, agent_line, stdout);
 	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
@@ -325,13 +325,12 @@ int ef_status_main(int argc, char **argv)
 		}
 		if (watch && tty && !json)
 			fputs("\033[H\033[2J", stdout);
-		struct ef_golook g;
 		long served = pid;
-		if (pid && !json && ef_golook_at(pid, &g)) {
-			char text[1024];
-			struct ef_buf b = EF_BUF(text);
-			ef_go_report(pid, g.program, g.count, &b);
-			fputs(text, stdout);
+		/* A supervisor, or a program one serves: the supervisor's line,
+		 * whatever the library in the program says (it sees none of the
+		 * Go runtime's waits). */
+		if (pid && !json && ef_golook_list(pid, stdout)) {
+			/* shown */
 		} else if (pid && !json && ef_agentlook_each(pid, agent_line_of, &served) && !served) {
 			/* A Go process the agent serves: its line. */
 		} else if (pid) {
