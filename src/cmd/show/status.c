@@ -283,7 +283,7 @@ int ef_status_main(int argc, char **argv)
 		return EF_ST_USAGE;
 	}
 	/* --textfile: DIR opened once, held for every round (textfile.h). */
-	struct ef_textfile tf = { textfile, -1 };
+	struct ef_textfile tf = { .path = textfile, .dirfd = -1 };
 	if (textfile && ef_textfile_open(&tf, textfile) != 0)
 		return 1;
 	for (; metrics;) {
