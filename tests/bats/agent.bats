@@ -551,7 +551,7 @@ chooses() {
 	rm -rf "$trusted"
 }
 
-@test "--pods: a Go program of a pod that opted in (its EPOLLFIX_POD_UID is its cgroup's pod) is served; another pod's uid, or none, is not" {
+@test "--pods: a Go program of a pod that opted in (its EPOLLFIX_POD_UID is its cgroup's pod, under kubelet's pod hierarchy) is served; another pod's uid, none, or a pod's cgroup name elsewhere is not" {
 	local root sleeps n=$RANDOM$RANDOM uid other id
 	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
 	sleeps=$(prog local static sleeps)
@@ -559,19 +559,27 @@ chooses() {
 	uid=$(cat /proc/sys/kernel/random/uuid)
 	other=$(cat /proc/sys/kernel/random/uuid)
 	id=$(echo "$n" | sha256sum | cut -c1-64)
-	# kubelet's systemd driver and containerd's names.
-	local pod=$root/epollfix-test-$n/kubepods-besteffort-pod${uid//-/_}.slice
-	mkdir -p "$pod/cri-containerd-$id.scope" "$root/epollfix-test-$n/host"
+	# kubelet's systemd driver and containerd's names, under a pod hierarchy
+	# of this test's own (kubelet's cgroup root, as EPOLLFIX_KUBEPODS gives it).
+	local top=$root/epollfix-test-$n
+	export EPOLLFIX_KUBEPODS=/epollfix-test-$n/kubepods.slice
+	local qos=$top/kubepods.slice/kubepods-besteffort.slice
+	local pod=$qos/kubepods-besteffort-pod${uid//-/_}.slice
+	# The same names in a user's delegated subtree: any user may make them.
+	local fake=$top/user@1000.service/kubepods-besteffort-pod${uid//-/_}.slice
+	mkdir -p "$pod/cri-containerd-$id.scope" "$top/host" "$fake/cri-containerd-$id.scope"
 	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
 	local a=$started
 	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$other" "$sleeps" 100us 1000000
 	local b=$started
 	in_cgroup "$pod/cri-containerd-$id.scope" "$sleeps" 100us 1000000
 	local c=$started
-	in_cgroup "$root/epollfix-test-$n/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	in_cgroup "$top/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
 	local d=$started
-	chooses --pods -- "$a" -- "$b" "$c" "$d"
-	cgroups+=("$pod" "$root/epollfix-test-$n")
+	in_cgroup "$fake/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	local f=$started
+	chooses --pods -- "$a" -- "$b" "$c" "$d" "$f"
+	cgroups+=("$pod" "$qos" "$top/kubepods.slice" "$fake" "$top/user@1000.service" "$top")
 	remove_cgroups
 }
 

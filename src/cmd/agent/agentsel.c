@@ -192,7 +192,7 @@ int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char 
 	 * own pod. */
 	struct ef_pod pod;
 	char path[4096];
-	if (!ef_pod_from_cgroups(cgroups, len, &pod, path, sizeof(path)))
+	if (!ef_pod_from_cgroups(pid, cgroups, len, &pod, path, sizeof(path)))
 		return 0;
 	struct ef_pod_env env;
 	return ef_pod_env_of(pid, &env) == 0 && env.uid[0] && strcmp(env.uid, pod.uid) == 0;

@@ -136,7 +136,10 @@ static void proc_container(long pid, long *ns_pid, char *cgroup, size_t size, st
 			*ns_pid = atol(last);
 	}
 	ssize_t n = read_whole(pid, "cgroup", buf, sizeof(buf));
-	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, pod, cgroup, size);
+	/* The pod and its names: the node's word (pod.h), never the
+	 * process's. */
+	if (ef_pod_from_cgroups(pid, buf, n > 0 ? (size_t)n : 0, pod, cgroup, size))
+		ef_pod_node_names(pod);
 }
 
 unsigned long long ef_look_start(long pid)
@@ -148,14 +151,11 @@ unsigned long long ef_look_start(long pid)
 int ef_look_who(long pid, struct ef_who *w)
 {
 	unsigned long long start2;
-	struct ef_pod_env env;
 	memset(w, 0, sizeof(*w));
 	w->pid = pid;
 	if (proc_stat(pid, &w->start_ticks, w->comm, sizeof(w->comm)) != 0)
 		return 0;
 	proc_container(pid, &w->ns_pid, w->cgroup, sizeof(w->cgroup), &w->pod);
-	ef_pod_env_of(pid, &env);
-	ef_pod_take_names(&w->pod, &env);
 	return proc_stat(pid, &start2, NULL, 0) == 0 && start2 == w->start_ticks;
 }
 
@@ -529,7 +529,6 @@ static void unloaded(long pid, struct look *l)
 	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
 		return;
 	proc_container(pid, &l->ns_pid, l->cgroup, sizeof(l->cgroup), &l->pod);
-	ef_pod_take_names(&l->pod, &env);
 	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
 	/* The file as the process would find it (a name without a slash is
 	 * searched for by the loader: not judged). */
@@ -633,10 +632,6 @@ int ef_look_at(long pid, struct look *l)
 		return 0;
 	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
-	/* The pod's names, when its environment agrees with its cgroup. */
-	struct ef_pod_env env;
-	ef_pod_env_of(pid, &env);
-	ef_pod_take_names(&l->pod, &env);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
