@@ -631,15 +631,8 @@ assert d["ns_pid"] == 1, d["ns_pid"]' "$uid" "$id" <<<"$output"
 
 	# An agent in its own cgroup namespace (a pod of its own) sees the path
 	# from its cgroup: "/../../..", and the same pod.
-	local agent=$root/epollfix-agent-$$/pod/container
 	make_cgroup "$root" "epollfix-agent-$$/pod/container"
-	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$agent" "$cmd" "$host"
-	assert_success
-	python3 -c '
-import json, sys
-d = json.loads(sys.stdin.read())
-assert d["cgroup"].startswith("/../../../kubepods.slice/"), d["cgroup"]
-assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_id"] == sys.argv[2], d' "$uid" "$id" <<<"$output"
+	pod_seen_from "$root/epollfix-agent-$$/pod/container" "/../../../kubepods.slice/"
 	# An agent in a pod of the same QoS class (the DaemonSet's): the path
 	# climbs only to that class's cgroup, and is the node's where the node's
 	# hierarchy lists the process.
@@ -648,14 +641,21 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	aid=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	local own=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${auid//-/_}.slice/cri-containerd-$aid.scope
 	make_cgroup "$root" "$own"
-	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$root/$own" "$cmd" "$host"
+	pod_seen_from "$root/$own" "/../../kubepods-burstable-pod"
+}
+
+# pod_seen_from DIR PREFIX: `epollfix status --json $host`, run in cgroup DIR
+# with a cgroup namespace of its own, sees its cgroup path begin with PREFIX
+# and the pod as the node names it (new_pod's uid and id, kubelet's names).
+pod_seen_from() {
+	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$1" "$cmd" "$host"
 	assert_success
 	python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-assert d["cgroup"].startswith("/../../kubepods-burstable-pod"), d["cgroup"]
-want = {"namespace": "shop", "pod": "web-7d9f-x2k4", "container": "app", "pod_uid": sys.argv[1], "container_id": sys.argv[2]}
-assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
+assert d["cgroup"].startswith(sys.argv[1]), d["cgroup"]
+want = {"namespace": "shop", "pod": "web-7d9f-x2k4", "container": "app", "pod_uid": sys.argv[2], "container_id": sys.argv[3]}
+assert d["kubernetes"] == want, d["kubernetes"]' "$2" "$uid" "$id" <<<"$output"
 }
 
 @test "status: without the variables, the pod's uid and container id from a v1 controller's cgroup path label the metrics" {
