@@ -81,6 +81,8 @@ Test(pod, only_where_kubelet_makes_a_pod)
 	       "/" ID, "11111111-2222-3333-4444-555555555555", ID);
 	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-pod" UID_ ".slice", "", "");
 	expect("/kubepods.slice/kubepods-besteffort-pod" UID_ ".slice", "", "");
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_ ".slice", "", "");
+	expect("/kubepods/burstable/besteffort/pod" UID, "", "");
 	expect("/kubepods/other/pod" UID, "", "");
 	expect("/kubepodsx/pod" UID, "", "");
 	/* The systemd driver's uid has underscores; cgroupfs's dashes. */

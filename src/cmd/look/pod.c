@@ -175,8 +175,10 @@ int ef_pod_under(const char *path, size_t n, const char *root, struct ef_pod *p)
 		found = pod_slice(c, len, parent, np, p->uid, &rest, &nrest);
 		for (size_t q = 0; !found && q < 2; q++) {
 			int w = snprintf(parent + np, sizeof(parent) - np, "-%s", qos[q]);
-			if (is(c, len, parent, ".slice") && component(at, left, 1, &c, &len)) {
-				found = pod_slice(c, len, parent, np + (size_t)w, p->uid, &rest, &nrest);
+			const char *c2;
+			size_t len2;
+			if (is(c, len, parent, ".slice") && component(at, left, 1, &c2, &len2)) {
+				found = pod_slice(c2, len2, parent, np + (size_t)w, p->uid, &rest, &nrest);
 				i = 2;
 			}
 			parent[np] = '\0';
