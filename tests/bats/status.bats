@@ -427,6 +427,9 @@ go_build() {
 	sleep 1.5
 	run "$cmd" status "$started"
 	assert_success
+	# Both that serve it: the supervisor (the runtime's waits), the library
+	# (its C code's).
+	assert_line --regexp "^epollfix\[[0-9]+\] Go supervisor of pid $started: "
 	polls=$(sed -n "s/^epollfix\[$started\] clamped: //p" <<<"$output")
 	[ "${polls:-0}" -gt 100 ] || fail "clamped polls: '$polls' in: $output"
 	run --separate-stderr "$cmd" status

@@ -326,16 +326,18 @@ int ef_status_main(int argc, char **argv)
 		if (watch && tty && !json)
 			fputs("\033[H\033[2J", stdout);
 		long served = pid;
-		/* A supervisor, or a program one serves: the supervisor's line,
-		 * whatever the library in the program says (it sees none of the
-		 * Go runtime's waits). */
-		if (pid && !json && ef_golook_list(pid, stdout)) {
-			/* shown */
-		} else if (pid && !json && ef_agentlook_each(pid, agent_line_of, &served) && !served) {
-			/* A Go process the agent serves: its line. */
-		} else if (pid) {
+		/* Whatever serves the process: the line of a Go supervisor (of
+		 * the supervisor's pid, or of the program it serves) or of the
+		 * agent; then the library's report where it is loaded (a cgo
+		 * program's C code), which alone says nothing of the runtime's
+		 * waits. */
+		int go = pid && !json &&
+			 (ef_golook_list(pid, stdout) ||
+			  (ef_agentlook_each(pid, agent_line_of, &served) && !served));
+		if (pid) {
 			struct look l;
-			if (!ef_look_at(pid, &l)) {
+			int looked = ef_look_at(pid, &l);
+			if (!looked && !go) {
 				const char *why;
 				int code = ef_look_failure(&why);
 				/* Not loaded though LD_PRELOAD names it: where it runs, too. */
@@ -348,15 +350,17 @@ int ef_status_main(int argc, char **argv)
 				free(next);
 				free(prevs);
 				return code;
+			} else if (looked) {
+				double now = ef_look_now();
+				struct ef_show_rates r =
+					ef_show_rates_of(&l, watch ? prev_of(pid) : NULL, now);
+				ef_look_name_sites(&l);
+				if (json)
+					ef_show_json(stdout, &l, &r);
+				else
+					ef_show_report(stdout, &l, &r);
+				next[n++] = ef_show_remember(&l, now);
 			}
-			double now = ef_look_now();
-			struct ef_show_rates r = ef_show_rates_of(&l, watch ? prev_of(pid) : NULL, now);
-			ef_look_name_sites(&l);
-			if (json)
-				ef_show_json(stdout, &l, &r);
-			else
-				ef_show_report(stdout, &l, &r);
-			next[n++] = ef_show_remember(&l, now);
 		} else if (list_all(json, watch, next, &n, cap) < 0) {
 			free(next);
 			return 1;
