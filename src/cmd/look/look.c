@@ -18,10 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
-#include <grp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -437,84 +434,139 @@ static int runs_static(long pid)
 	return is_static;
 }
 
-/* openat2(2) (Linux 5.6), here for the musl build's headers too: the
- * constants are the kernel's ABI. */
-struct open_how_abi {
-	uint64_t flags, mode, resolve;
-};
-#define RESOLVE_NO_MAGICLINKS_ABI 0x02
-#define RESOLVE_IN_ROOT_ABI 0x10
-#define SYS_OPENAT2_ABI 437 /* one number on every architecture */
-
-/* The process's ids and groups, from /proc/PID/status ("Uid:", "Gid:" real,
- * effective, saved; "Groups:"): 0, or -1 when not all could be read. */
+/* A process's effective ids and groups, from /proc/PID/status ("Uid:",
+ * "Gid:": real, effective, saved; "Groups:"). */
 #define MAX_GROUPS 4096
-static int proc_creds(long pid, unsigned uid[3], unsigned gid[3], gid_t *groups, size_t *ngroups)
+struct creds {
+	unsigned uid, gid;
+	size_t ngroups;
+	unsigned groups[MAX_GROUPS];
+};
+
+/* 0, or -1 when not all could be read. */
+static int proc_creds(long pid, struct creds *c)
 {
 	static char g[MAX_GROUPS * 11 + 2];
 	char u[128], gi[128];
+	unsigned r, s;
 	struct ef_proc_field f[3];
 	ef_proc_field_init(&f[0], "Uid", u, sizeof(u));
 	ef_proc_field_init(&f[1], "Gid", gi, sizeof(gi));
 	ef_proc_field_init(&f[2], "Groups", g, sizeof(g));
 	if (ef_proc_fields_via(syscall, pid, "status", f, 3) != 0 || f[2].len + 1 >= sizeof(g) ||
-	    sscanf(u, "%u %u %u", &uid[0], &uid[1], &uid[2]) != 3 ||
-	    sscanf(gi, "%u %u %u", &gid[0], &gid[1], &gid[2]) != 3)
+	    sscanf(u, "%u %u %u", &r, &c->uid, &s) != 3 || sscanf(gi, "%u %u %u", &r, &c->gid, &s) != 3)
 		return -1;
-	*ngroups = 0;
-	for (char *p = g, *end; *p && *ngroups < MAX_GROUPS; p = end) {
+	c->ngroups = 0;
+	for (char *p = g, *end; *p && c->ngroups < MAX_GROUPS; p = end) {
 		unsigned long v = strtoul(p, &end, 10);
 		if (end == p)
 			break;
-		groups[(*ngroups)++] = (gid_t)v;
+		c->groups[c->ngroups++] = (unsigned)v;
 	}
 	return 0;
 }
 
-/* How path fares when process pid opens it, as its loader would: resolved
- * in its root (/proc/PID/root, whose absolute links and ".." stay inside
- * it, as they do for the process) with its ids and groups, in a child that
- * takes them, so that nothing the process names is reached with this
- * reader's rights (a file under a directory only root may search is as
- * unreachable as a file that is not there). 0: a regular file it may open;
- * ENOENT or ENOTDIR: none there; another errno: no verdict (not permitted,
- * a kernel without openat2). */
-static int open_as(long pid, const char *path)
+/* Whether the process may search directory st, by its mode bits (ACLs and
+ * security modules are not read: they only ever take away). */
+static int may_search(const struct creds *c, const struct stat *st)
 {
-	char root[64];
-	unsigned uid[3], gid[3];
-	static gid_t groups[MAX_GROUPS];
-	size_t ngroups;
-	snprintf(root, sizeof(root), "/proc/%ld/root", pid);
-	if (proc_creds(pid, uid, gid, groups, &ngroups) != 0)
+	if (c->uid == 0)
+		return 1;
+	if (st->st_uid == c->uid)
+		return !!(st->st_mode & S_IXUSR);
+	int member = st->st_gid == c->gid;
+	for (size_t i = 0; !member && i < c->ngroups; i++)
+		member = st->st_gid == c->groups[i];
+	return !!(st->st_mode & (member ? S_IXGRP : S_IXOTH));
+}
+
+/* How path fares when process pid's loader opens it, found from outside
+ * without following anything on this side: from its root (/proc/PID/root,
+ * the one link the kernel makes), a component at a time, each directory
+ * searched only when the process may search it, its links followed as it
+ * would (an absolute one from its root, ".." no higher than its root).
+ * 0: a regular file there; ENOENT or ENOTDIR: none there; another errno: no
+ * verdict (a directory it may not search: behind one, a file and no file are
+ * the same to it, and must be to whoever reads status). */
+static int find_as(long pid, const char *path)
+{
+	static struct creds c;
+	char root_path[64], rest[2 * PATH_MAX], target[PATH_MAX], name[NAME_MAX + 1];
+	struct stat root_st, st;
+	size_t len = strlen(path);
+	int links = 0, err = 0;
+
+	snprintf(root_path, sizeof(root_path), "/proc/%ld/root", pid);
+	if (len >= sizeof(rest) || proc_creds(pid, &c) != 0)
 		return EPERM;
-	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
+	int root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || fstat(root, &root_st) != 0) {
+		if (root >= 0)
+			close(root);
 		return EPERM;
-	fflush(NULL);
-	pid_t child = fork();
-	if (child == 0) {
-		/* The effective ids are those the loader opened the file with. */
-		if ((geteuid() == 0 && (setgroups(ngroups, groups) != 0 ||
-					setresgid(gid[1], gid[1], gid[1]) != 0 ||
-					setresuid(uid[1], uid[1], uid[1]) != 0)) ||
-		    geteuid() != uid[1] || getegid() != gid[1])
-			_exit(EPERM);
-		struct open_how_abi how = { O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
-					    RESOLVE_IN_ROOT_ABI | RESOLVE_NO_MAGICLINKS_ABI };
-		long fd = syscall(SYS_OPENAT2_ABI, dir, path, &how, sizeof(how));
-		struct stat st;
-		if (fd < 0)
-			_exit(errno == ENOENT || errno == ENOTDIR ? errno : EPERM);
-		_exit(fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) ? 0 : EPERM);
 	}
-	close(dir);
-	int status = 0;
-	if (child < 0)
-		return EPERM;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : EPERM;
+	memcpy(rest, path, len + 1);
+	int fd = dup(root);
+	for (const char *p = rest; fd >= 0 && !err;) {
+		p += strspn(p, "/");
+		size_t n = strcspn(p, "/");
+		if (!n) {
+			err = fstat(fd, &st) != 0 ? EPERM : S_ISREG(st.st_mode) ? 0 : EPERM;
+			break;
+		}
+		if (n >= sizeof(name) || fstat(fd, &st) != 0) {
+			err = EPERM;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			err = ENOTDIR;
+			break;
+		}
+		if (!may_search(&c, &st)) {
+			err = EACCES;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (strcmp(name, ".") == 0 ||
+		    (strcmp(name, "..") == 0 && st.st_dev == root_st.st_dev && st.st_ino == root_st.st_ino))
+			continue;
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &st) != 0) {
+			err = next < 0 && (errno == ENOENT || errno == ENOTDIR) ? errno : EPERM;
+			if (next >= 0)
+				close(next);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(fd);
+			fd = next;
+			continue;
+		}
+		/* A link: what it says, then what was left of the path. */
+		ssize_t k = ++links > 40 ? -1 : readlinkat(next, "", target, sizeof(target));
+		close(next);
+		size_t left = strlen(p);
+		if (k <= 0 || (size_t)k >= sizeof(target) || (size_t)k + 1 + left >= sizeof(rest)) {
+			err = k == 0 ? ENOENT : EPERM;
+			break;
+		}
+		memmove(rest + k + 1, p, left + 1);
+		memcpy(rest, target, (size_t)k);
+		rest[k] = '/';
+		p = rest;
+		if (target[0] == '/') {
+			close(fd);
+			fd = dup(root);
+		}
+	}
+	if (fd < 0 && !err)
+		err = EPERM;
+	if (fd >= 0)
+		close(fd);
+	close(root);
+	return err;
 }
 
 /* A process without the library mapped: when its LD_PRELOAD names one, the
@@ -533,7 +585,7 @@ static void unloaded(long pid, struct look *l)
 	/* The file as the process would find it (a name without a slash is
 	 * searched for by the loader: not judged). */
 	int is_static = runs_static(pid);
-	int err = is_static || l->lib[0] != '/' ? 0 : open_as(pid, l->lib);
+	int err = is_static || l->lib[0] != '/' ? 0 : find_as(pid, l->lib);
 	l->lib_state = is_static ? EF_LIB_STATIC
 		       : err == ENOENT || err == ENOTDIR ? EF_LIB_MISSING
 							 : EF_LIB_NOT_LOADED;
