@@ -466,8 +466,9 @@ static int proc_creds(long pid, struct creds *c)
 	return 0;
 }
 
-/* Whether the process may search directory st, by its mode bits (ACLs and
- * security modules are not read: they only ever take away). */
+/* Whether the process may search directory st, by its mode bits (an ACL
+ * that grants it more is not read, and gives no verdict; one, or a security
+ * module, that takes more away is not seen either). */
 static int may_search(const struct creds *c, const struct stat *st)
 {
 	if (c->uid == 0)
