@@ -185,12 +185,8 @@ go_late() {
 install_agent() {
 	"$PODMAN" image exists localhost/epollfix-test/node-exporter:current ||
 		skip_missing "no node_exporter image: tests/containers/images makes it from Debian's prometheus-node-exporter (scripts/install-deps)"
-	# The test node's kubelet: its cgroup root and its pods' log directory
-	# (tests/kubernetes/cluster).
 	install image --set agent.enabled=true --set agent.interval=1s \
-		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current \
-		--set 'agent.kubeletCgroupRoots={/epollfix-node/kubepods}' \
-		--set agent.kubeletLogs.pods="$BATS_FILE_TMPDIR/cluster/pod-logs" "$@"
+		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current "$@"
 }
 
 # install_go_agent: that, with the Go agent (agent.go.enabled); skipped where
