@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "look.h"
 #include "maps.h"
+#include "pathwalk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -492,7 +493,7 @@ static int may_search(const struct creds *c, const struct stat *st)
 static int find_as(long pid, const char *path)
 {
 	static struct creds c;
-	char root_path[64], rest[2 * PATH_MAX], target[PATH_MAX], name[NAME_MAX + 1];
+	char root_path[64], rest[2 * PATH_MAX], name[NAME_MAX + 1];
 	struct stat root_st, st;
 	size_t len = strlen(path);
 	int links = 0, err = 0;
@@ -546,18 +547,13 @@ static int find_as(long pid, const char *path)
 			continue;
 		}
 		/* A link: what it says, then what was left of the path. */
-		ssize_t k = ++links > 40 ? -1 : readlinkat(next, "", target, sizeof(target));
+		int r = ++links > 40 ? -ELOOP : ef_path_splice_link(next, rest, sizeof(rest), &p);
 		close(next);
-		size_t left = strlen(p);
-		if (k <= 0 || (size_t)k >= sizeof(target) || (size_t)k + 1 + left >= sizeof(rest)) {
-			err = k == 0 ? ENOENT : EPERM;
+		if (r < 0) {
+			err = r == -ENOENT ? ENOENT : EPERM;
 			break;
 		}
-		memmove(rest + k + 1, p, left + 1);
-		memcpy(rest, target, (size_t)k);
-		rest[k] = '/';
-		p = rest;
-		if (target[0] == '/') {
+		if (r == 1) {
 			close(fd);
 			fd = dup(root);
 		}

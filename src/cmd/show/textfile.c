@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pathwalk.h"
+
 static const char final[] = "epollfix.prom";
 
 static int ours(uid_t uid)
@@ -56,7 +58,7 @@ static int open_root(const char *path)
 /* DIR's descriptor (O_PATH), or -1 with why, one line, in msg. */
 static int walk(const char *dir, char *msg, size_t size)
 {
-	char rest[2 * PATH_MAX], target[PATH_MAX], name[NAME_MAX + 1];
+	char rest[2 * PATH_MAX], name[NAME_MAX + 1];
 	size_t len = strlen(dir);
 	int fd = -1, links = 0, err = ENAMETOOLONG;
 
@@ -105,23 +107,16 @@ static int walk(const char *dir, char *msg, size_t size)
 		}
 		if (!err && ++links > 40)
 			err = ELOOP;
-		ssize_t k = err ? -1 : readlinkat(next, "", target, sizeof(target));
-		if (k < 0 && !err)
-			err = errno;
+		/* What the link says, then what was left of the path. */
+		int r = err ? 0 : ef_path_splice_link(next, rest, sizeof(rest), &p);
 		close(next);
-		size_t left = strlen(p);
-		if (!err && (k <= 0 || (size_t)k >= sizeof(target) || (size_t)k + 1 + left >= sizeof(rest)))
-			err = k ? ENAMETOOLONG : ENOENT;
+		if (!err && r < 0)
+			err = -r;
 		if (err)
 			break;
-		/* What the link says, then what was left of the path. */
-		memmove(rest + k + 1, p, left + 1);
-		memcpy(rest, target, (size_t)k);
-		rest[k] = '/';
-		p = rest;
-		if (target[0] == '/') {
+		if (r == 1) {
 			close(fd);
-			fd = open_root(target);
+			fd = open_root(rest);
 			err = errno;
 		}
 	}
