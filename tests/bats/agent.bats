@@ -487,21 +487,29 @@ chooses() {
 	wait "$agent_pid"
 }
 
-@test "--cgroup and --unit choose the Go programs of a cgroup (v2's line or a v1 one) and of a unit; a bad value is one warning" {
+@test "--cgroup and --unit choose the Go programs of a cgroup (v2's line or a v1 one) and of a system unit, not a user's unit of that name; a bad value is one warning" {
 	local root sleeps n=$RANDOM$RANDOM
 	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
 	sleeps=$(prog local static sleeps)
 	cgroups=()
 	local top=$root/epollfix-test-$n
-	mkdir -p "$top/app-$n.service" "$top/other"
-	in_cgroup "$top/app-$n.service" "$sleeps" 100us 1000000
+	# The system manager's place for a unit, and a user's manager's unit of
+	# the same name (its own delegated subtree, where it names what it likes).
+	local made=()
+	[ -d "$root/system.slice" ] || made=("$root/system.slice")
+	mkdir -p "$root/system.slice/app-$n.service" "$top/other" \
+		"$top/user@1000.service/app.slice/app-$n.service"
+	in_cgroup "$root/system.slice/app-$n.service" "$sleeps" 100us 1000000
 	local a=$started
 	in_cgroup "$top/other" "$sleeps" 100us 1000000
 	local b=$started
+	in_cgroup "$top/user@1000.service/app.slice/app-$n.service" "$sleeps" 100us 1000000
+	local u=$started
 	# A cgroup and what is below it; not a sibling whose name it begins.
-	chooses --cgroup="/epollfix-test-$n/app-$n.service/" -- "$a" -- "$b"
-	chooses --unit="app-$n" -- "$a" -- "$b"
-	chooses --cgroup="/epollfix-test-$n" -- "$a" "$b"
+	chooses --cgroup="/system.slice/app-$n.service/" -- "$a" -- "$b" "$u"
+	chooses --unit="app-$n" -- "$a" -- "$b" "$u"
+	chooses --cgroup="/epollfix-test-$n" -- "$b" "$u" -- "$a"
+	cgroups+=("$top/user@1000.service/app.slice" "$top/user@1000.service" "$top" "${made[@]}")
 	# A v1 hierarchy's line (a hybrid host): chosen by its path too.
 	if [ "$(stat -fc %T /sys/fs/cgroup/pids 2>/dev/null)" = cgroupfs ]; then
 		mkdir -p "/sys/fs/cgroup/pids/epollfix-v1-$n"
@@ -519,7 +527,31 @@ chooses() {
 	assert_equal "$(sed -n 3p <<<"$stderr")" "epollfix agent: no process chosen (--all, --path, --cgroup, --unit or --pods): nothing to do"
 }
 
-@test "--pods: a Go program of a pod that opted in (its EPOLLFIX_POD_UID is its cgroup's pod) is served; another pod's uid, or none, is not" {
+@test "--path: a program at PREFIX only in its own mount namespace (a user's tmpfs over the directory) is not chosen; the file there on the host is" {
+	command -v unshare >/dev/null && command -v setpriv >/dev/null || skip_missing "no unshare or setpriv"
+	local sleeps trusted good bad i
+	sleeps=$(prog local static sleeps)
+	trusted=$(mktemp -d /tmp/epollfix-trusted.XXXXXX)
+	chmod 755 "$trusted"
+	cp "$sleeps" "$trusted/good"
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	"${nobody[@]}" "$trusted/good" 100us 1000000 >/dev/null 2>&1 &
+	good=$!
+	track_pid "$good"
+	# The host's directory holds no "sleeps"; the user's own mount there does.
+	"${nobody[@]}" unshare -Urm sh -c 'mount -t tmpfs none "$1" && cp "$2" "$1/sleeps" &&
+		exec "$1/sleeps" 100us 1000000' _ "$trusted" "$sleeps" >/dev/null 2>&1 &
+	bad=$!
+	track_pid "$bad"
+	for i in $(seq 50); do [ "$(readlink "/proc/$bad/exe")" = "$trusted/sleeps" ] && break; sleep 0.1; done
+	[ "$(readlink "/proc/$bad/exe")" = "$trusted/sleeps" ] || skip_missing "no user namespace with a mount for uid 65534 here"
+	[ ! -e "$trusted/sleeps" ] || fail "the user's mount is seen on the host"
+	chooses --path="$trusted/" -- "$good" -- "$bad"
+	stop_tracked
+	rm -rf "$trusted"
+}
+
+@test "--pods: a Go program of a pod that opted in (its EPOLLFIX_POD_UID is its cgroup's pod, under kubelet's pod hierarchy) is served; another pod's uid, none, or a pod's cgroup name elsewhere is not" {
 	local root sleeps n=$RANDOM$RANDOM uid other id
 	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
 	sleeps=$(prog local static sleeps)
@@ -527,19 +559,27 @@ chooses() {
 	uid=$(cat /proc/sys/kernel/random/uuid)
 	other=$(cat /proc/sys/kernel/random/uuid)
 	id=$(echo "$n" | sha256sum | cut -c1-64)
-	# kubelet's systemd driver and containerd's names.
-	local pod=$root/epollfix-test-$n/kubepods-besteffort-pod${uid//-/_}.slice
-	mkdir -p "$pod/cri-containerd-$id.scope" "$root/epollfix-test-$n/host"
+	# kubelet's systemd driver and containerd's names, under a pod hierarchy
+	# of this test's own (kubelet's cgroup root, as EPOLLFIX_KUBEPODS gives it).
+	local top=$root/epollfix-test-$n
+	export EPOLLFIX_KUBEPODS=/epollfix-test-$n/kubepods.slice
+	local qos=$top/kubepods.slice/kubepods-besteffort.slice
+	local pod=$qos/kubepods-besteffort-pod${uid//-/_}.slice
+	# The same names in a user's delegated subtree: any user may make them.
+	local fake=$top/user@1000.service/kubepods-besteffort-pod${uid//-/_}.slice
+	mkdir -p "$pod/cri-containerd-$id.scope" "$top/host" "$fake/cri-containerd-$id.scope"
 	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
 	local a=$started
 	in_cgroup "$pod/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$other" "$sleeps" 100us 1000000
 	local b=$started
 	in_cgroup "$pod/cri-containerd-$id.scope" "$sleeps" 100us 1000000
 	local c=$started
-	in_cgroup "$root/epollfix-test-$n/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	in_cgroup "$top/host" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
 	local d=$started
-	chooses --pods -- "$a" -- "$b" "$c" "$d"
-	cgroups+=("$pod" "$root/epollfix-test-$n")
+	in_cgroup "$fake/cri-containerd-$id.scope" env EPOLLFIX_POD_UID="$uid" "$sleeps" 100us 1000000
+	local f=$started
+	chooses --pods -- "$a" -- "$b" "$c" "$d" "$f"
+	cgroups+=("$pod" "$qos" "$top/kubepods.slice" "$fake" "$top/user@1000.service" "$top")
 	remove_cgroups
 }
 

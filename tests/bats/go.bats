@@ -285,7 +285,7 @@ median_late_us() {
 	[ "$(median_late_us "$output")" -lt 600 ] || fail "with: $(median_late_us "$output")us"
 }
 
-@test "status lists the supervisor with its counters; status PID gives its report; --metrics its series" {
+@test "status lists the supervisor with its counters; status PID, the supervisor's or the program's, gives its report; --metrics its series" {
 	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
 	local pid=$!
 	track_pid "$pid"
@@ -297,6 +297,10 @@ median_late_us() {
 	assert_success
 	assert_line --regexp "^epollfix\[$sup\] Go supervisor of pid $pid: [1-9][0-9]* notifications, [1-9][0-9]* timers set at the runtime's deadline; .*\(processes: 1 Go, 0 passed through\)"
 	run "$cmd" status "$sup"
+	assert_success
+	assert_line --regexp "^epollfix\[$sup\] Go supervisor of pid $pid: [1-9][0-9]* notifications"
+	# The program's own pid: the supervisor's counters, which serve it.
+	run "$cmd" status "$pid"
 	assert_success
 	assert_line --regexp "^epollfix\[$sup\] Go supervisor of pid $pid: [1-9][0-9]* notifications"
 	# One family for both mechanisms: by default a program's series, no pid;

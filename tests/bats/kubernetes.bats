@@ -529,6 +529,16 @@ make_cgroup() {
 	done
 }
 
+# kubelet_logs NS POD UID CONTAINER ID: the log directories kubelet makes
+# for a pod's container, whose names are the ones status gives it (this
+# test's own, for the commands it runs).
+kubelet_logs() {
+	export EPOLLFIX_KUBELET_POD_LOGS=$BATS_TEST_TMPDIR/kubelet-log/pods
+	export EPOLLFIX_KUBELET_CONTAINER_LOGS=$BATS_TEST_TMPDIR/kubelet-log/containers
+	mkdir -p "$EPOLLFIX_KUBELET_POD_LOGS/$1_$2_$3/$4" "$EPOLLFIX_KUBELET_CONTAINER_LOGS"
+	ln -sfn "$EPOLLFIX_KUBELET_POD_LOGS/$1_$2_$3/$4/0.log" "$EPOLLFIX_KUBELET_CONTAINER_LOGS/$2_$1_$4-$5.log"
+}
+
 # start_in_cgroups OUT DIR... -- COMMAND...: COMMAND in the background, put
 # in each cgroup DIR first (one a hierarchy) as a runtime puts a container's
 # process; its pid in $started, once `epollfix status` reads it.
@@ -560,7 +570,7 @@ new_pod_cgroups() {
 	new_pod
 }
 
-@test "status: a process in its own namespaces, in a cgroup named as kubelet names a pod's, shows its pod in text, JSON and metrics" {
+@test "status: a process in its own namespaces, in a cgroup named as kubelet names a pod's, shows its pod and kubelet's names in text, JSON and metrics" {
 	[ "$(id -u)" = 0 ] || skip "namespaces and cgroups need root here"
 	command -v unshare >/dev/null || skip "no unshare"
 	local root uid id
@@ -570,6 +580,7 @@ new_pod_cgroups() {
 	local slice=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid//-/_}.slice
 	local cg=$root/$slice/cri-containerd-$id.scope
 	make_cgroup "$root" "$slice/cri-containerd-$id.scope"
+	kubelet_logs shop web-7d9f-x2k4 "$uid" app "$id"
 	# As the container runtime would: the cgroup first, then the namespaces,
 	# with the variables the admission policy injects.
 	bash -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' _ "$cg" \
@@ -620,15 +631,31 @@ assert d["ns_pid"] == 1, d["ns_pid"]' "$uid" "$id" <<<"$output"
 
 	# An agent in its own cgroup namespace (a pod of its own) sees the path
 	# from its cgroup: "/../../..", and the same pod.
-	local agent=$root/epollfix-agent-$$/pod/container
 	make_cgroup "$root" "epollfix-agent-$$/pod/container"
-	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$agent" "$cmd" "$host"
+	pod_seen_from "$root/epollfix-agent-$$/pod/container" "/../../../kubepods.slice/"
+	# An agent in a pod of the same QoS class (the DaemonSet's): the path
+	# climbs only to that class's cgroup, and is the node's where the node's
+	# hierarchy lists the process.
+	local auid aid
+	auid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	aid=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	local own=kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${auid//-/_}.slice/cri-containerd-$aid.scope
+	make_cgroup "$root" "$own"
+	pod_seen_from "$root/$own" "/../../kubepods-burstable-pod"
+}
+
+# pod_seen_from DIR PREFIX: `epollfix status --json $host`, run in cgroup DIR
+# with a cgroup namespace of its own, sees its cgroup path begin with PREFIX
+# and the pod as the node names it (new_pod's uid and id, kubelet's names).
+pod_seen_from() {
+	run bash -c 'echo $$ >"$1/cgroup.procs"; exec unshare --cgroup "$2" status --json "$3"' _ "$1" "$cmd" "$host"
 	assert_success
 	python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-assert d["cgroup"].startswith("/../../../kubepods.slice/"), d["cgroup"]
-assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_id"] == sys.argv[2], d' "$uid" "$id" <<<"$output"
+assert d["cgroup"].startswith(sys.argv[1]), d["cgroup"]
+want = {"namespace": "shop", "pod": "web-7d9f-x2k4", "container": "app", "pod_uid": sys.argv[2], "container_id": sys.argv[3]}
+assert d["kubernetes"] == want, d["kubernetes"]' "$2" "$uid" "$id" <<<"$output"
 }
 
 @test "status: without the variables, the pod's uid and container id from a v1 controller's cgroup path label the metrics" {
@@ -659,6 +686,8 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	local path=system.slice/docker-$id.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice
 	path+=/kubelet-kubepods-besteffort-pod${uid//-/_}.slice/cri-containerd-$id.scope
 	[ "${#path}" -gt 293 ] || fail "${#path} bytes"
+	# The node's kubelet's pod hierarchy, as the host sees it.
+	export EPOLLFIX_KUBEPODS=/system.slice/docker-$id.scope/kubelet.slice/kubelet-kubepods.slice
 	make_cgroup "$root" "$path"
 	# In the hierarchy of the first line of /proc/PID/cgroup too, where a
 	# reader of that line alone would look.
@@ -687,48 +716,54 @@ assert d["kubernetes"]["pod_uid"] == sys.argv[1] and d["kubernetes"]["container_
 	assert_output --partial "cgroup=\"/$path\",pod_uid=\"$uid\",container_id=\"$id\"} "
 }
 
-@test "status: names from the environment only when its pod uid is the cgroup's: a process cannot name itself into another pod" {
+@test "status: a pod's names are kubelet's: its environment names nothing, even beside its own pod's uid; a pod's cgroup name outside kubelet's hierarchy is no pod" {
 	[ "$(id -u)" = 0 ] || skip "cgroups need root here"
-	local root uid id other
+	local root uid id other n=$RANDOM$RANDOM
 	new_pod_cgroups
 	other=$(python3 -c 'import uuid; print(uuid.uuid4())')
 	local path=kubepods.slice/kubepods-pod${uid//-/_}.slice/cri-containerd-$id.scope
 	make_cgroup "$root" "$path"
+	kubelet_logs shop web-1 "$uid" app "$id"
+	# The same names where any user may make them: a user's manager's
+	# delegated subtree.
+	local fake=epollfix-test-$n/user@1000.service/app.slice/kubepods-pod${other//-/_}.slice/cri-containerd-$id.scope
+	make_cgroup "$root" "$fake"
 	local claim="EPOLLFIX_POD_NAMESPACE=kube-system EPOLLFIX_POD_NAME=coredns-5d78c9869d-abcde EPOLLFIX_CONTAINER_NAME=coredns"
-	# No uid; another pod's uid; and, outside any pod, the names alone.
+	# Its own pod's uid beside the names it claims; no uid; another pod's
+	# uid in a cgroup named as that pod's, outside kubelet's; no pod at all.
 	# shellcheck disable=SC2086
 	start_in_cgroups "$BATS_TEST_TMPDIR/a" "$root/$path" -- \
+		env $claim EPOLLFIX_POD_UID="$uid" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local own=$started
+	# shellcheck disable=SC2086
+	start_in_cgroups "$BATS_TEST_TMPDIR/b" "$root/$path" -- \
 		env $claim LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
 	local none=$started
 	# shellcheck disable=SC2086
-	start_in_cgroups "$BATS_TEST_TMPDIR/b" "$root/$path" -- \
+	start_in_cgroups "$BATS_TEST_TMPDIR/c" "$root/$fake" -- \
 		env $claim EPOLLFIX_POD_UID="$other" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
-	local wrong=$started
+	local fake_pod=$started
 	# shellcheck disable=SC2086
-	start_in_cgroups "$BATS_TEST_TMPDIR/c" -- \
+	start_in_cgroups "$BATS_TEST_TMPDIR/d" -- \
 		env $claim EPOLLFIX_POD_UID="$other" LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
 	local outside=$started
-	for p in $none $wrong; do
+	for p in $own $none; do
 		run "$cmd" status --metrics "$p"
 		assert_success
 		refute_output --partial 'kube-system'
 		refute_output --partial 'coredns'
-		assert_output --partial "pod_uid=\"$uid\",container_id=\"$id\"} "
-		run "$cmd" status --json "$p"
-		python3 -c '
-import json, sys
-d = json.loads(sys.stdin.read())
-want = {"namespace": "", "pod": "", "container": "", "pod_uid": sys.argv[1], "container_id": sys.argv[2]}
-assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
+		assert_output --partial "namespace=\"shop\",pod=\"web-1\",container=\"app\",pod_uid=\"$uid\",container_id=\"$id\"} "
 		run "$cmd" status "$p"
-		assert_line "epollfix[$p] pod: namespace ?, pod ?, container ?, pod uid $uid, container id $id"
+		assert_line "epollfix[$p] pod: namespace shop, pod web-1, container app, pod uid $uid, container id $id"
 	done
-	run "$cmd" status --json "$outside"
-	assert_success
-	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["kubernetes"] is None, d["kubernetes"]' <<<"$output"
-	run "$cmd" status --metrics "$outside"
-	refute_output --partial 'kube-system'
-	refute_output --partial 'pod_uid='
+	for p in $fake_pod $outside; do
+		run "$cmd" status --json "$p"
+		assert_success
+		python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["kubernetes"] is None, d["kubernetes"]' <<<"$output"
+		run "$cmd" status --metrics "$p"
+		refute_output --partial 'kube-system'
+		refute_output --partial 'pod_uid='
+	done
 }
 
 @test "status: a pod injected but running without the library says so, per process and per pod, in text, JSON and metrics" {
@@ -738,6 +773,7 @@ assert d["kubernetes"] == want, d["kubernetes"]' "$uid" "$id" <<<"$output"
 	local path=kubepods/burstable/pod$uid/$id
 	make_cgroup "$root" "$path"
 	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID=$uid"
+	kubelet_logs shop web-1 "$uid" app "$id"
 	# As the chart's image volume did when it mounted the files one level
 	# deeper than LD_PRELOAD says: no file there. The loader says so in one
 	# line (glibc) or not at all (musl), and runs the program without it.
@@ -848,6 +884,8 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 	make_cgroup "$root" "kubepods/pod$uid/$id"
 	make_cgroup "$root" "kubepods/pod$uid/$other"
 	local vars="EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_POD_UID=$uid"
+	kubelet_logs shop web-1 "$uid" app "$id"
+	kubelet_logs shop web-1 "$uid" sidecar "$other"
 	local p
 	for p in a b; do
 		# shellcheck disable=SC2086
@@ -881,24 +919,35 @@ assert l["loaded"] is True and "upgraded" in l and "upgraded" not in m' "$missin
 	new_pod_cgroups
 	local path=kubepods/pod$uid/$id
 	make_cgroup "$root" "$path"
+	kubelet_logs shop web-1 "$uid" app "$id"
 	# A pod's process as the agent meets it: another user, in its pod's
-	# cgroup, the variables set.
+	# cgroup, the variables set; and one whose library is not there.
 	start_in_cgroups "$BATS_TEST_TMPDIR/out" "$root/$path" -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
 		LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
+	local loaded=$started
+	setpriv --reuid=nobody --regid=nogroup --clear-groups env LD_PRELOAD=/nowhere/libepollfix.so \
+		"$EPOLLFIX_PROGS/ef-sleep" --count 1000000 >/dev/null 2>&1 3>&- &
+	local missing=$!
+	track_pid "$missing"
 	# Root with every capability dropped but those named, as the chart's
 	# securityContext leaves the agent.
-	as() { setpriv --bounding-set="-all$1" --inh-caps=-all "$cmd" status --metrics "$started"; }
-	run as ""
+	as() { setpriv --bounding-set="-all$1" --inh-caps=-all "$cmd" status "${@:2}"; }
+	run as "" --metrics "$loaded"
 	assert_failure 4
 	assert_output --partial "needs CAP_SYS_PTRACE"
-	run as ",+sys_ptrace"
-	assert_success
-	assert_output --partial "program=\"ef-sleep\""
-	refute_output --partial 'pod="web-1"'
-	run as ",+sys_ptrace,+dac_read_search"
+	# The pod's names are kubelet's: no more is needed for them.
+	run as ",+sys_ptrace" --metrics "$loaded"
 	assert_success
 	assert_output --partial 'namespace="shop",pod="web-1",container="app"'
+	# The environment (mode 0400, its user's) tells a library named but not loaded.
+	run as ",+sys_ptrace" "$missing"
+	assert_failure 5
+	refute_output --partial "LD_PRELOAD names"
+	# And those two are enough to tell it missing as the process finds it.
+	run as ",+sys_ptrace,+dac_read_search" "$missing"
+	assert_failure 5
+	assert_output --partial "NOT LOADED (missing): LD_PRELOAD names /nowhere/libepollfix.so"
 }
 
 @test "dashboards: every PromQL recipe of doc/kubernetes.md and of the Grafana dashboard parses (promtool)" {
@@ -981,6 +1030,7 @@ PY
 	local root uid id
 	new_pod_cgroups
 	make_cgroup "$root" "kubepods/pod$uid/$id"
+	kubelet_logs shop web-1 "$uid" app "$id"
 	start_in_cgroups "$BATS_TEST_TMPDIR/app" "$root/kubepods/pod$uid/$id" -- \
 		env EPOLLFIX_POD_NAMESPACE=shop EPOLLFIX_POD_NAME=web-1 EPOLLFIX_CONTAINER_NAME=app EPOLLFIX_POD_UID="$uid" \
 		LD_PRELOAD="$BATS_TEST_TMPDIR/image/glibc/libepollfix.so" "$EPOLLFIX_PROGS/ef-sleep" --count 1000000
@@ -1097,6 +1147,7 @@ PY
 		LD_PRELOAD="$img/glibc/libepollfix.so" "$BATS_TEST_TMPDIR/$name" 100us 1000000 >/dev/null 2>&1 3>&- &
 	local app=$! other_uid=$uid
 	track_pid "$app"
+	kubelet_logs shop go-1 "$uid" app "$id"
 	new_pod
 	make_cgroup "$root" "kubepods/pod$uid/$id"
 	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' _ "$root/kubepods/pod$uid/$id" \

@@ -367,7 +367,7 @@ replaced_twice() {
 	wait_for "$f written a second time" eval '[ -n "$(inode "$f")" ] && [ "$(inode "$f")" != "$before" ]'
 }
 
-@test "metrics: --textfile holds DIR for the whole watch: a link its parent's owner swaps in later is never written through" {
+@test "metrics: --textfile --watch: a link DIR's parent's owner swaps in later is never written through, nor is the directory moved away; a directory made there again is" {
 	[ "$(id -u)" = 0 ] || skip "needs root: directories of another user"
 	command -v setpriv >/dev/null || skip "no setpriv"
 	start_loop
@@ -385,32 +385,68 @@ replaced_twice() {
 	watch=$started
 	wait_for "the first file" test -f "$parent/textfile/epollfix.prom"
 	# The parent's owner moves DIR away and puts a link to root's private
-	# directory in its place: the watch keeps writing where it began.
+	# directory in its place: the watch refuses the link, once, and writes
+	# nowhere, neither through it nor into the directory moved away.
 	as_nobody mv "$parent/textfile" "$parent/moved"
 	as_nobody ln -s "$private" "$parent/textfile"
-	replaced_twice "$parent/moved/epollfix.prom"
+	wait_for "the link refused" grep -q "'textfile' is a symbolic link in a directory another user may change" "$BATS_TEST_TMPDIR/watch"
+	local moved
+	moved=$(inode "$parent/moved/epollfix.prom")
+	sleep 0.5 # ten rounds
+	assert_equal "$(inode "$parent/moved/epollfix.prom")" "$moved"
 	run ls -A "$private"
 	assert_output ""
 	# A run that meets the link at its start refuses it, in one line.
 	run --separate-stderr "$cmd" status --textfile="$parent/textfile" "$loop"
 	assert_failure 1
 	assert_equal "$stderr" "epollfix: status: $parent/textfile: 'textfile' is a symbolic link in a directory another user may change (owner uid $(id -u nobody), mode 755): not followed"
-	# The held directory removed: its name is walked to again, by the same
-	# rules: the link refused round after round, then a directory taken.
+	# The moved directory removed too: the link is still refused, and said
+	# so once; then a directory made at the name is taken, by the same rules.
 	wait_for "the moved directory removed" as_nobody rm -rf "$parent/moved"
-	wait_for "the link refused" grep -q "'textfile' is a symbolic link in a directory another user may change" "$BATS_TEST_TMPDIR/watch"
+	sleep 0.2
 	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
 	as_nobody rm "$parent/textfile"
 	as_nobody mkdir "$parent/textfile"
 	replaced_twice "$parent/textfile/epollfix.prom"
 	run ls -A "$private"
 	assert_output ""
+	run grep -c "'textfile' is a symbolic link in a directory another user may change" "$BATS_TEST_TMPDIR/watch"
+	assert_output 1
 	# A link the caller names, in directories only root may change, is theirs
 	# to name: followed.
 	ln -s "$private" "$nobody_root/mine"
 	run "$cmd" status --textfile="$nobody_root/mine" "$loop"
 	assert_success
 	[ -f "$private/epollfix.prom" ] || fail "$(ls -la "$private")"
+}
+
+@test "metrics: --textfile --watch follows DIR when it is no longer the directory it opened (its link swapped, renamed away and made again), and says so once each time" {
+	start_loop
+	loop=$started
+	local base
+	base=$(mktemp -d /tmp/epollfix-textfile.XXXXXX)
+	nobody_root=$base
+	mkdir "$base/a" "$base/b"
+	# A link the caller made, in a directory only root may change: followed.
+	ln -s a "$base/dir"
+	bg "$BATS_TEST_TMPDIR/watch" "$cmd" status --textfile="$base/dir" --watch=0.05s "$loop"
+	watch=$started
+	wait_for "the first file" test -f "$base/a/epollfix.prom"
+	ln -sfn b "$base/dir"
+	replaced_twice "$base/b/epollfix.prom"
+	# Renamed away, and a new directory at the name: the new one.
+	mv "$base/b" "$base/c"
+	mkdir "$base/b"
+	replaced_twice "$base/b/epollfix.prom"
+	local old
+	old=$(inode "$base/c/epollfix.prom")
+	sleep 0.3
+	assert_equal "$(inode "$base/c/epollfix.prom")" "$old"
+	kill "$watch"
+	wait "$watch" || true
+	run cat "$BATS_TEST_TMPDIR/watch"
+	assert_output "epollfix: status: $base/dir is no longer the directory it opened: writing into the one there now
+epollfix: status: $base/dir is no longer the directory it opened: writing into the one there now"
 }
 
 @test "metrics: --textfile --watch goes on after a round the directory's owner made fail, and writes again" {

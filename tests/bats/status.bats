@@ -161,6 +161,62 @@ print("ok", len(objs))' "$c_pid" "$py_pid" <<<"$output"
 	[ "$(grep -c "process $started " <<<"$stderr")" = 1 ] || fail "$stderr"
 }
 
+# running_sleep PID...: until each runs sleep (past its launchers' execs).
+running_sleep() {
+	local p i
+	for p in "$@"; do
+		for i in $(seq 100); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && break; sleep 0.05; done
+	done
+}
+
+# state_of PID: the library's state `epollfix status PID` gives a process
+# whose LD_PRELOAD names a libepollfix it has not loaded.
+state_of() {
+	"$cmd" status "$1" 2>/dev/null | sed -n "s/^epollfix\[$1\] library: NOT LOADED (\([a-z_]*\)).*/\1/p"
+}
+
+@test "status: NOT LOADED's missing or not is what the process itself would find: no root-only file is told from none, a chroot's own links are followed in it" {
+	command -v setpriv >/dev/null || skip_missing "no setpriv"
+	local dir=$BATS_TEST_TMPDIR/rootonly
+	mkdir -m 0700 "$dir"
+	echo "not a library" >"$dir/libepollfix.so"
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	# Behind a directory only root may search, a file and no file are the
+	# same to the process: neither is told apart by root's look.
+	start "$BATS_TEST_TMPDIR/a.out" "${nobody[@]}" env LD_PRELOAD="$dir/libepollfix.so" sleep 60
+	local there=$started
+	start "$BATS_TEST_TMPDIR/b.out" "${nobody[@]}" env LD_PRELOAD="$dir/libepollfix-none.so" sleep 60
+	local none=$started
+	# The process's own link to the root-only file, in a directory it owns.
+	local mine
+	mine=$(mktemp -d /tmp/epollfix-mine.XXXXXX)
+	cleanup_dir=$mine
+	chmod 0755 "$mine"
+	ln -s "$dir/libepollfix.so" "$mine/libepollfix.so"
+	start "$BATS_TEST_TMPDIR/c.out" "${nobody[@]}" env LD_PRELOAD="$mine/libepollfix.so" sleep 60
+	local linked=$started
+	# A chrooted program whose loader found the file through the chroot's own
+	# absolute link (which names no file on the host): not missing.
+	local jail=$BATS_TEST_TMPDIR/jail f
+	mkdir -p "$jail/lib"
+	for f in $(command -v sleep) $(ldd "$(command -v sleep)" | grep -o '/[^ ]*'); do
+		mkdir -p "$jail$(dirname "$f")" && cp -L "$f" "$jail$f"
+	done
+	echo "not a library either" >"$jail/lib/epollfix-jail-only.so"
+	[ ! -e /lib/epollfix-jail-only.so ] || skip "/lib/epollfix-jail-only.so exists on the host"
+	ln -s /lib/epollfix-jail-only.so "$jail/lib/libepollfix.so"
+	start "$BATS_TEST_TMPDIR/d.out" env LD_PRELOAD=/lib/libepollfix.so chroot "$jail" "$(command -v sleep)" 60
+	local jailed=$started
+	running_sleep "$there" "$none" "$linked" "$jailed"
+	assert_equal "$(state_of "$there") $(state_of "$none") $(state_of "$linked")" \
+		"not_loaded not_loaded not_loaded"
+	assert_equal "$(state_of "$jailed")" not_loaded
+	# What the process can find is still told: a file missing where it may look.
+	start "$BATS_TEST_TMPDIR/e.out" "${nobody[@]}" env LD_PRELOAD="$mine/libepollfix-none.so" sleep 60
+	running_sleep "$started"
+	assert_equal "$(state_of "$started")" missing
+}
+
 @test "processes exiting while being read: a line and exit 3 or 5, never a crash or a number of another process" {
 	for i in $(seq 40); do
 		preload "$EPOLLFIX_PROGS/ef-sleep" --count 3 >/dev/null &
@@ -371,6 +427,9 @@ go_build() {
 	sleep 1.5
 	run "$cmd" status "$started"
 	assert_success
+	# Both that serve it: the supervisor (the runtime's waits), the library
+	# (its C code's).
+	assert_line --regexp "^epollfix\[[0-9]+\] Go supervisor of pid $started: "
 	polls=$(sed -n "s/^epollfix\[$started\] clamped: //p" <<<"$output")
 	[ "${polls:-0}" -gt 100 ] || fail "clamped polls: '$polls' in: $output"
 	run --separate-stderr "$cmd" status

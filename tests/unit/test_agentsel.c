@@ -5,6 +5,7 @@
 #include <criterion/redirect.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agentsel.h"
 
@@ -26,6 +27,18 @@ Test(agentsel, in_a_unit_is_a_component_of_the_path)
 	cr_expect(!ef_sel_in_unit("/system.slice/api.service2", 26, "api.service"));
 	cr_expect(!ef_sel_in_unit("/system.slice/xapi.service", 26, "api.service"));
 	cr_expect(ef_sel_in_unit("/user.slice/u.slice", 19, "user.slice"));
+	cr_expect(ef_sel_in_unit("/a.slice/a-b.slice/api.service", 30, "api.service"));
+}
+
+Test(agentsel, a_unit_is_only_where_the_system_manager_puts_one)
+{
+	/* A user's manager's units, a delegated subtree: their owners' names. */
+	static const char user[] = "/user.slice/user-1000.slice/user@1000.service/app.slice/api.service";
+	cr_expect(!ef_sel_in_unit(user, strlen(user), "api.service"));
+	cr_expect(!ef_sel_in_unit(user, strlen(user), "app.slice"));
+	cr_expect(ef_sel_in_unit(user, strlen(user), "user@1000.service"));
+	cr_expect(!ef_sel_in_unit("/system.slice/docker.service/api.service", 40, "api.service"));
+	cr_expect(!ef_sel_in_unit("/test/api.service", 17, "api.service"));
 }
 
 static struct ef_sel sel;
@@ -82,9 +95,27 @@ Test(agentsel, chosen_by_v2_or_any_v1_line_whole_lines_only)
 	cr_expect(!ef_sel_chosen(&sel, 1, "/bin/x", hybrid, strlen(hybrid) - 1));
 	memset(&sel, 0, sizeof(sel));
 	parse("--unit=other");
-	parse("--path=/srv/");
-	cr_expect(!ef_sel_chosen(&sel, 1, "/bin/x", hybrid, strlen(hybrid)));
-	cr_expect(ef_sel_chosen(&sel, 1, "/srv/app", hybrid, strlen(hybrid)));
+	static char self[4096], arg[4096 + 8];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	cr_assert(n > 0);
+	self[n] = '\0';
+	snprintf(arg, sizeof(arg), "--path=%.*s", (int)(strrchr(self, '/') - self + 1), self);
+	parse(arg);
+	cr_expect(!ef_sel_chosen(&sel, getpid(), "/bin/x", hybrid, strlen(hybrid)));
+	cr_expect(ef_sel_chosen(&sel, getpid(), self, hybrid, strlen(hybrid)));
+}
+
+Test(agentsel, a_path_chooses_the_file_this_namespace_has_there)
+{
+	/* What the process's own namespace calls the path is not enough: the
+	 * file at that path here must be the one it runs. */
+	static char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	cr_assert(n > 0);
+	self[n] = '\0';
+	cr_expect(ef_sel_exe_is(getpid(), self));
+	cr_expect(!ef_sel_exe_is(getpid(), "/bin/sh"));
+	cr_expect(!ef_sel_exe_is(getpid(), "/no/such/file"));
 }
 
 Test(agentsel, pods_not_chosen_without_a_pod_cgroup)

@@ -1,9 +1,8 @@
 /* A process's pod from its cgroup path and its environment (src/cmd/look/pod.c):
  * the path shapes kubelet and the runtimes make (containerd and CRI-O, the
- * systemd and cgroupfs drivers, every QoS class), as the node sees them and
- * as an agent in its own cgroup namespace sees them, in whichever line of
- * /proc/PID/cgroup; the names taken only when the environment's pod uid is
- * the cgroup's; and hostile values. */
+ * systemd and cgroupfs drivers, every QoS class) under the pod hierarchy's
+ * roots only, in whichever line of /proc/PID/cgroup; what the environment
+ * says (the opt-in's uid, the library); and hostile values. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,18 +55,48 @@ Test(pod, a_runtime_scope_named_inside_the_pod_slice)
 	/* containerd's systemd cgroups path, "slice:prefix:name", as cgroup v1 shows it. */
 	expect("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
 	       ".slice:cri-containerd:" ID, UID, ID);
-	/* A kubelet whose cgroup root is its own slice (kind's nodes). */
-	expect("/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
-	       "kubelet-kubepods-besteffort-pod" UID_ ".slice/cri-containerd-" ID ".scope", UID, ID);
+}
+
+Test(pod, a_kubelet_whose_cgroup_root_is_its_own_slice)
+{
+	/* kind's nodes: kubelet's cgroup root /kubelet, its pods under
+	 * kubelet-kubepods.slice, once that is the root given. */
+	static const char kind[] = "/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+				   "kubelet-kubepods-besteffort-pod" UID_ ".slice/cri-containerd-" ID ".scope";
+	expect(kind, "", "");
+	ef_pod_set_roots("/kubelet.slice/kubelet-kubepods.slice/");
+	expect(kind, UID, ID);
+	expect("/kubepods/pod" UID "/" ID, "", "");
+	ef_pod_set_roots(EF_POD_ROOTS_DEFAULT);
+}
+
+Test(pod, only_where_kubelet_makes_a_pod)
+{
+	/* A pod's name anywhere else is whoever made that cgroup's: a user's
+	 * delegated subtree, a service's, a pod's own container. */
+	expect("/user.slice/user-1000.slice/user@1000.service/kubepods/pod" UID "/" ID, "", "");
+	expect("/user.slice/user-1000.slice/user@1000.service/app.slice/kubepods-pod" UID_
+	       ".slice/cri-containerd-" ID ".scope", "", "");
+	expect("/kubepods/burstable/pod11111111-2222-3333-4444-555555555555/" ID "/kubepods/pod" UID
+	       "/" ID, "11111111-2222-3333-4444-555555555555", ID);
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-pod" UID_ ".slice", "", "");
+	expect("/kubepods.slice/kubepods-besteffort-pod" UID_ ".slice", "", "");
+	expect("/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_ ".slice", "", "");
+	expect("/kubepods/burstable/besteffort/pod" UID, "", "");
+	expect("/kubepods/other/pod" UID, "", "");
+	expect("/kubepodsx/pod" UID, "", "");
+	/* The systemd driver's uid has underscores; cgroupfs's dashes. */
+	expect("/kubepods.slice/kubepods-pod" UID ".slice", "", "");
+	expect("/kubepods/pod" UID_, "", "");
 }
 
 Test(pod, seen_from_inside_another_cgroup_namespace)
 {
-	/* An agent in its own pod: the node's paths relative to its own cgroup. */
-	expect("/../../kubepods-besteffort-pod" UID_ ".slice/cri-containerd-" ID ".scope", UID, ID);
-	expect("/../../../kubepods-burstable.slice/kubepods-burstable-pod" UID_
-	       ".slice/cri-containerd-" ID ".scope", UID, ID);
-	expect("/../../pod" UID "/" ID, UID, ID);
+	/* An agent in its own pod sees the node's paths relative to its own
+	 * cgroup: they name the node's place only with the process's pid
+	 * (ef_pod_from_cgroups), not alone. */
+	expect("/../../kubepods-besteffort-pod" UID_ ".slice/cri-containerd-" ID ".scope", "", "");
+	expect("/../../pod" UID "/" ID, "", "");
 }
 
 Test(pod, the_pod_alone_when_the_container_is_not_named)
@@ -106,7 +135,7 @@ Test(pod, a_container_id_of_any_other_length_is_not_taken)
 static int from_file(const char *file, struct ef_pod *p, char *path, size_t size)
 {
 	memset(p, 'x', sizeof(*p));
-	return ef_pod_from_cgroups(file, strlen(file), p, path, size);
+	return ef_pod_from_cgroups(0, file, strlen(file), p, path, size);
 }
 
 #define POD_V2 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ \
@@ -157,20 +186,25 @@ Test(pod, paths_of_any_length_the_kernel_writes)
 {
 	struct ef_pod p;
 	static char file[8192], path[4096];
-	/* kind's shape under a node's own scope: far past 255 bytes. */
+	/* kind's shape under a node's own scope (its root given): far past
+	 * 255 bytes. */
 	const char *pre = "0::/system.slice/docker-" ID ".scope/kubelet.slice/kubelet-kubepods.slice/"
 			  "kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" UID_
 			  ".slice/cri-containerd-" ID ".scope\n";
 	cr_assert_gt(strlen(pre) - 4, 293);
+	ef_pod_set_roots("/system.slice/docker-" ID ".scope/kubelet.slice/kubelet-kubepods.slice");
 	cr_expect_eq(from_file(pre, &p, path, sizeof(path)), 1);
 	cr_expect_eq(strlen(path), strlen(pre) - 4);
 	cr_expect_str_eq(p.container_id, ID);
 	/* A path as long as PATH_MAX allows, the pod at its end. */
-	size_t n = 0;
-	n += (size_t)snprintf(file + n, sizeof(file) - n, "0::");
-	while (n < 3960)
-		n += (size_t)snprintf(file + n, sizeof(file) - n, "/deep");
-	n += (size_t)snprintf(file + n, sizeof(file) - n, "/kubepods/pod" UID "/" ID "\n");
+	size_t n = 0, r = 0;
+	static char deep[4096];
+	while (r < 3900)
+		r += (size_t)snprintf(deep + r, sizeof(deep) - r, "/deep");
+	r += (size_t)snprintf(deep + r, sizeof(deep) - r, "/kubepods");
+	ef_pod_set_roots(deep);
+	n += (size_t)snprintf(file + n, sizeof(file) - n, "0::%s", deep);
+	n += (size_t)snprintf(file + n, sizeof(file) - n, "/pod" UID "/" ID "\n");
 	cr_assert_lt(n - 3, sizeof(path));
 	cr_expect_eq(from_file(file, &p, path, sizeof(path)), 1);
 	cr_expect_str_eq(p.container_id, ID);
@@ -178,6 +212,7 @@ Test(pod, paths_of_any_length_the_kernel_writes)
 	cr_expect_eq(from_file(file, &p, path, 200), 0);
 	cr_expect_str_eq(path, "");
 	/* A last line cut by the read (no newline) is not read. */
+	ef_pod_set_roots(EF_POD_ROOTS_DEFAULT);
 	cr_expect_eq(from_file("9:name=systemd:/\n0::" POD_V2, &p, path, sizeof(path)), 0);
 	cr_expect_str_eq(path, "/");
 }
@@ -204,29 +239,9 @@ Test(pod, names_from_the_injected_variables)
 	cr_expect_str_eq(e.preload, "");
 }
 
-Test(pod, names_only_when_the_environment_names_the_cgroups_pod)
+Test(pod, the_opt_ins_uid_only_of_the_uids_form)
 {
 	struct ef_pod_env e;
-	struct ef_pod p = { .uid = UID };
-	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=shop\0EPOLLFIX_POD_NAME=web\0EPOLLFIX_CONTAINER_NAME=app\0"
-		       "EPOLLFIX_POD_UID=" UID "\0"), &e);
-	cr_expect_eq(ef_pod_take_names(&p, &e), 3);
-	cr_expect_str_eq(p.ns, "shop");
-	cr_expect_str_eq(p.name, "web");
-	cr_expect_str_eq(p.container, "app");
-	/* Another pod's uid, no uid, or a pod the cgroup does not name: no names. */
-	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_NAME=coredns\0"
-		       "EPOLLFIX_POD_UID=11111111-2222-3333-4444-555555555555\0"), &e);
-	cr_expect_eq(ef_pod_take_names(&p, &e), 0);
-	cr_expect_str_eq(p.ns, "");
-	cr_expect_str_eq(p.name, "");
-	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_NAME=coredns\0"), &e);
-	cr_expect_eq(ef_pod_take_names(&p, &e), 0);
-	cr_expect_str_eq(p.ns, "");
-	struct ef_pod host = { .uid = "" };
-	environ_of(ENV("EPOLLFIX_POD_NAMESPACE=kube-system\0EPOLLFIX_POD_UID=\0"), &e);
-	cr_expect_eq(ef_pod_take_names(&host, &e), 0);
-	cr_expect_str_eq(host.ns, "");
 	/* A uid of another form (cut, with more after it) is no uid. */
 	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_UID=" UID "0\0"), &e), 0);
 	cr_expect_eq(environ_of(ENV("EPOLLFIX_POD_UID=0a1b2c3d-4e5f-6789-abcd-ef012345678\0"), &e), 0);

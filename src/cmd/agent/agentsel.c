@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "parse.h"
 #include "pod.h"
@@ -19,6 +20,11 @@ int ef_sel_under(const char *path, size_t n, const char *prefix)
 int ef_sel_in_unit(const char *path, size_t n, const char *unit)
 {
 	size_t k = strlen(unit);
+	/* Only where the system manager puts a unit: below nothing but slices
+	 * ("/system.slice/NAME", "/a.slice/a-b.slice/NAME"), which only it
+	 * makes. Below any other unit the cgroup is that unit's own (a user's
+	 * manager under user@UID.service/, a service that delegates): a name
+	 * there is the name its owner chose. */
 	for (size_t at = 0; at < n;) {
 		while (at < n && path[at] == '/')
 			at++;
@@ -27,6 +33,8 @@ int ef_sel_in_unit(const char *path, size_t n, const char *unit)
 			len++;
 		if (len == k && memcmp(path + at, unit, k) == 0)
 			return 1;
+		if (!len || !(len > 6 && memcmp(path + at + len - 6, ".slice", 6) == 0))
+			return 0;
 		at += len;
 	}
 	return 0;
@@ -136,6 +144,18 @@ int ef_sel_needs_cgroup(const struct ef_sel *s)
 	return !s->all && (s->pods || s->ncgroup || s->nunit);
 }
 
+int ef_sel_exe_is(long pid, const char *exe)
+{
+	char link[64];
+	struct stat here, runs;
+	/* The path /proc/PID/exe gives is the one in the process's own mount
+	 * namespace, where any user may mount over a directory (unshare -Urm):
+	 * the file it runs must be the one this namespace has at that path. */
+	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+	return lstat(exe, &here) == 0 && S_ISREG(here.st_mode) && stat(link, &runs) == 0 &&
+	       here.st_dev == runs.st_dev && here.st_ino == runs.st_ino;
+}
+
 /* Whether a line of /proc/PID/cgroup (v2's or any v1 hierarchy's) is under
  * a --cgroup or in a --unit. */
 static int line_chosen(const char *path, size_t n, int v2, void *arg)
@@ -157,7 +177,7 @@ int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char 
 	if (s->all)
 		return 1;
 	for (int i = 0; i < s->npath; i++)
-		if (strncmp(exe, s->path[i], strlen(s->path[i])) == 0)
+		if (strncmp(exe, s->path[i], strlen(s->path[i])) == 0 && ef_sel_exe_is(pid, exe))
 			return 1;
 	if (!ef_sel_needs_cgroup(s))
 		return 0;
@@ -172,7 +192,7 @@ int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char 
 	 * own pod. */
 	struct ef_pod pod;
 	char path[4096];
-	if (!ef_pod_from_cgroups(cgroups, len, &pod, path, sizeof(path)))
+	if (!ef_pod_from_cgroups(pid, cgroups, len, &pod, path, sizeof(path)))
 		return 0;
 	struct ef_pod_env env;
 	return ef_pod_env_of(pid, &env) == 0 && env.uid[0] && strcmp(env.uid, pod.uid) == 0;

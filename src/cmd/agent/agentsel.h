@@ -37,8 +37,14 @@ int ef_sel_needs_cgroup(const struct ef_sel *s);
 int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char *cgroups,
 		  size_t len);
 
+/* Whether exe, the path /proc/PID/exe gives (the process's own mount
+ * namespace's), names in this one the file the process runs (the same device
+ * and inode): --path's choice is of the files this namespace holds there. */
+int ef_sel_exe_is(long pid, const char *exe);
+
 /* Pure helpers, for the unit tests: whether one cgroup line's path is under
- * prefix (itself or below it), whether it has a component that is unit. */
+ * prefix (itself or below it), whether it is in the system unit unit (a
+ * component that is unit, with only slices above it). */
 int ef_sel_under(const char *path, size_t n, const char *prefix);
 int ef_sel_in_unit(const char *path, size_t n, const char *unit);
 

@@ -115,7 +115,7 @@ static void line(const struct ef_golook *g, void *arg)
 	fputs(text, arg);
 }
 
-int ef_golook_list(FILE *out)
+int ef_golook_list(long only, FILE *out)
 {
-	return ef_golook_each(0, line, out);
+	return ef_golook_each(only, line, out);
 }

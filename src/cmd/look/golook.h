@@ -29,7 +29,8 @@ void ef_go_report(long pid, long program, const uint64_t *count, struct ef_buf *
  * it; 0: all); the number found. */
 int ef_golook_each(long only, void (*fn)(const struct ef_golook *g, void *arg), void *arg);
 
-/* Every supervisor in /proc: one line each (status); the number found. */
-int ef_golook_list(FILE *out);
+/* Every supervisor in /proc (only: the one that is only or serves it; 0:
+ * all): one line each (status); the number found. */
+int ef_golook_list(long only, FILE *out);
 
 #endif

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "look.h"
 #include "maps.h"
+#include "pathwalk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +134,10 @@ static void proc_container(long pid, long *ns_pid, char *cgroup, size_t size, st
 			*ns_pid = atol(last);
 	}
 	ssize_t n = read_whole(pid, "cgroup", buf, sizeof(buf));
-	ef_pod_from_cgroups(buf, n > 0 ? (size_t)n : 0, pod, cgroup, size);
+	/* The pod and its names: the node's word (pod.h), never the
+	 * process's. */
+	if (ef_pod_from_cgroups(pid, buf, n > 0 ? (size_t)n : 0, pod, cgroup, size))
+		ef_pod_node_names(pod);
 }
 
 unsigned long long ef_look_start(long pid)
@@ -145,14 +149,11 @@ unsigned long long ef_look_start(long pid)
 int ef_look_who(long pid, struct ef_who *w)
 {
 	unsigned long long start2;
-	struct ef_pod_env env;
 	memset(w, 0, sizeof(*w));
 	w->pid = pid;
 	if (proc_stat(pid, &w->start_ticks, w->comm, sizeof(w->comm)) != 0)
 		return 0;
 	proc_container(pid, &w->ns_pid, w->cgroup, sizeof(w->cgroup), &w->pod);
-	ef_pod_env_of(pid, &env);
-	ef_pod_take_names(&w->pod, &env);
 	return proc_stat(pid, &start2, NULL, 0) == 0 && start2 == w->start_ticks;
 }
 
@@ -434,6 +435,137 @@ static int runs_static(long pid)
 	return is_static;
 }
 
+/* A process's effective ids and groups, from /proc/PID/status ("Uid:",
+ * "Gid:": real, effective, saved; "Groups:"). */
+#define MAX_GROUPS 4096
+struct creds {
+	unsigned uid, gid;
+	size_t ngroups;
+	unsigned groups[MAX_GROUPS];
+};
+
+/* 0, or -1 when not all could be read. */
+static int proc_creds(long pid, struct creds *c)
+{
+	static char g[MAX_GROUPS * 11 + 2];
+	char u[128], gi[128];
+	unsigned r, s;
+	struct ef_proc_field f[3];
+	ef_proc_field_init(&f[0], "Uid", u, sizeof(u));
+	ef_proc_field_init(&f[1], "Gid", gi, sizeof(gi));
+	ef_proc_field_init(&f[2], "Groups", g, sizeof(g));
+	if (ef_proc_fields_via(syscall, pid, "status", f, 3) != 0 || f[2].len + 1 >= sizeof(g) ||
+	    sscanf(u, "%u %u %u", &r, &c->uid, &s) != 3 || sscanf(gi, "%u %u %u", &r, &c->gid, &s) != 3)
+		return -1;
+	c->ngroups = 0;
+	for (char *p = g, *end; *p && c->ngroups < MAX_GROUPS; p = end) {
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		c->groups[c->ngroups++] = (unsigned)v;
+	}
+	return 0;
+}
+
+/* Whether the process may search directory st, by its mode bits (an ACL
+ * that grants it more is not read, and gives no verdict; one, or a security
+ * module, that takes more away is not seen either). */
+static int may_search(const struct creds *c, const struct stat *st)
+{
+	if (c->uid == 0)
+		return 1;
+	if (st->st_uid == c->uid)
+		return !!(st->st_mode & S_IXUSR);
+	int member = st->st_gid == c->gid;
+	for (size_t i = 0; !member && i < c->ngroups; i++)
+		member = st->st_gid == c->groups[i];
+	return !!(st->st_mode & (member ? S_IXGRP : S_IXOTH));
+}
+
+/* How path fares when process pid's loader opens it, found from outside
+ * without following anything on this side: from its root (/proc/PID/root,
+ * the one link the kernel makes), a component at a time, each directory
+ * searched only when the process may search it, its links followed as it
+ * would (an absolute one from its root, ".." no higher than its root).
+ * 0: a regular file there; ENOENT or ENOTDIR: none there; another errno: no
+ * verdict (a directory it may not search: behind one, a file and no file are
+ * the same to it, and must be to whoever reads status). */
+static int find_as(long pid, const char *path)
+{
+	static struct creds c;
+	char root_path[64], rest[2 * PATH_MAX], name[NAME_MAX + 1];
+	struct stat root_st, st;
+	size_t len = strlen(path);
+	int links = 0, err = 0;
+
+	snprintf(root_path, sizeof(root_path), "/proc/%ld/root", pid);
+	if (len >= sizeof(rest) || proc_creds(pid, &c) != 0)
+		return EPERM;
+	int root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || fstat(root, &root_st) != 0) {
+		if (root >= 0)
+			close(root);
+		return EPERM;
+	}
+	memcpy(rest, path, len + 1);
+	int fd = dup(root);
+	for (const char *p = rest; fd >= 0 && !err;) {
+		p += strspn(p, "/");
+		size_t n = strcspn(p, "/");
+		if (!n) {
+			err = fstat(fd, &st) != 0 ? EPERM : S_ISREG(st.st_mode) ? 0 : EPERM;
+			break;
+		}
+		if (n >= sizeof(name) || fstat(fd, &st) != 0) {
+			err = EPERM;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			err = ENOTDIR;
+			break;
+		}
+		if (!may_search(&c, &st)) {
+			err = EACCES;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (strcmp(name, ".") == 0 ||
+		    (strcmp(name, "..") == 0 && st.st_dev == root_st.st_dev && st.st_ino == root_st.st_ino))
+			continue;
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &st) != 0) {
+			err = next < 0 && (errno == ENOENT || errno == ENOTDIR) ? errno : EPERM;
+			if (next >= 0)
+				close(next);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(fd);
+			fd = next;
+			continue;
+		}
+		/* A link: what it says, then what was left of the path. */
+		int r = ++links > 40 ? -ELOOP : ef_path_splice_link(next, rest, sizeof(rest), &p);
+		close(next);
+		if (r < 0) {
+			err = r == -ENOENT ? ENOENT : EPERM;
+			break;
+		}
+		if (r == 1) {
+			close(fd);
+			fd = dup(root);
+		}
+	}
+	if (fd < 0 && !err)
+		err = EPERM;
+	if (fd >= 0)
+		close(fd);
+	close(root);
+	return err;
+}
+
 /* A process without the library mapped: when its LD_PRELOAD names one, the
  * look holds who it is and why the library is not there (look.h). Its
  * environment is the process's own: read with a bound (pod.h), like
@@ -441,22 +573,19 @@ static int runs_static(long pid)
 static void unloaded(long pid, struct look *l)
 {
 	struct ef_pod_env env;
-	struct stat st;
-	char path[PATH_MAX + 64];
 	unsigned long long start2;
 
 	if (ef_pod_env_of(pid, &env) != 0 || !env.preload[0])
 		return;
 	proc_container(pid, &l->ns_pid, l->cgroup, sizeof(l->cgroup), &l->pod);
-	ef_pod_take_names(&l->pod, &env);
 	snprintf(l->lib, sizeof(l->lib), "%s", env.preload);
-	/* The file as the process would find it: through its root (a name
-	 * without a slash is searched for by the loader: not judged). */
-	snprintf(path, sizeof(path), "/proc/%ld/root%s", pid, l->lib);
-	l->lib_state = runs_static(pid) ? EF_LIB_STATIC
-		       : l->lib[0] == '/' && stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)
-			       ? EF_LIB_MISSING
-			       : EF_LIB_NOT_LOADED;
+	/* The file as the process would find it (a name without a slash is
+	 * searched for by the loader: not judged). */
+	int is_static = runs_static(pid);
+	int err = is_static || l->lib[0] != '/' ? 0 : find_as(pid, l->lib);
+	l->lib_state = is_static ? EF_LIB_STATIC
+		       : err == ENOENT || err == ENOTDIR ? EF_LIB_MISSING
+							 : EF_LIB_NOT_LOADED;
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks) {
 		l->lib_state = EF_LIB_UNKNOWN;
 		FAIL(EF_ST_GONE, "process %ld exited while being read", pid);
@@ -552,10 +681,6 @@ int ef_look_at(long pid, struct look *l)
 		return 0;
 	ef_site_views(l->rows, counters[1], EF_SLOTS, l->sites);
 	hex(b->build_id, b->build_id_len < 32 ? b->build_id_len : 32, l->build_id);
-	/* The pod's names, when its environment agrees with its cgroup. */
-	struct ef_pod_env env;
-	ef_pod_env_of(pid, &env);
-	ef_pod_take_names(&l->pod, &env);
 	/* The same process still, not one that reused its pid. */
 	if (proc_stat(pid, &start2, NULL, 0) != 0 || start2 != l->start_ticks)
 		return FAIL(EF_ST_GONE, "process %ld exited while being read", pid);

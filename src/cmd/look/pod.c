@@ -4,13 +4,20 @@
  * underscores and ends each name in ".slice") and the runtimes name within
  * them ("cri-containerd-<id>.scope", "crio-<id>.scope", the cgroupfs driver's
  * bare "<id>"; CRI-O's "crio-conmon-<id>.scope" holds its monitor, not the
- * container). */
+ * container). A pod is taken only where kubelet makes it: right under the
+ * pod hierarchy's root, or under its QoS class's cgroup there; anywhere else
+ * the names are whoever made the cgroup's (a user's delegated subtree). */
 #define _GNU_SOURCE
 #include "pod.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "proc.h"
 
@@ -52,31 +59,6 @@ static int starts(const char *s, size_t n, const char *prefix)
 	return n >= k && memcmp(s, prefix, k) == 0;
 }
 
-/* The pod's segment: "pod<uid>" (cgroupfs) or "...kubepods...-pod<uid>.slice"
- * (systemd, which may carry ":<runtime>:<id>" when a runtime names its scope
- * within the slice). *rest: what follows the ".slice" in that case. */
-static int pod_segment(const char *s, size_t n, char uid[37], const char **rest, size_t *nrest)
-{
-	*rest = NULL, *nrest = 0;
-	if (n == 39 && starts(s, n, "pod"))
-		return take_uid(s + 3, 36, uid);
-	const char *slice = NULL;
-	for (const char *p = s; p + 6 <= s + n; p++)
-		if (memcmp(p, ".slice", 6) == 0)
-			slice = p;
-	if (!slice || slice - s < 40 || memcmp(slice - 40, "-pod", 4) != 0)
-		return 0;
-	/* Only kubelet's pod slices: the name before says kubepods. */
-	int kubepods = 0;
-	for (const char *p = s; p + 8 <= slice - 40; p++)
-		kubepods |= memcmp(p, "kubepods", 8) == 0;
-	if (!kubepods || !take_uid(slice - 36, 36, uid))
-		return 0;
-	*rest = slice + 6;
-	*nrest = (size_t)(s + n - *rest);
-	return *nrest == 0 || **rest == ':';
-}
-
 /* The container's segment, right below the pod's. */
 static int container_segment(const char *s, size_t n, char id[65])
 {
@@ -94,35 +76,242 @@ static int container_segment(const char *s, size_t n, char id[65])
 	return take_id(s, n, id);
 }
 
+/* The hierarchy's roots, as the node's init sees them. */
+#define MAX_ROOTS 8
+static char roots[MAX_ROOTS][4096];
+static int nroots = -1;
+
+void ef_pod_set_roots(const char *list)
+{
+	nroots = 0;
+	for (const char *v = list; v && *v && nroots < MAX_ROOTS;) {
+		v += strspn(v, ", \t");
+		size_t whole = strcspn(v, ", \t"), n = whole;
+		while (n > 1 && v[n - 1] == '/')
+			n--;
+		if (n > 1 && v[0] == '/' && n < sizeof(roots[0]) && !memchr(v, '\n', n)) {
+			memcpy(roots[nroots], v, n);
+			roots[nroots++][n] = '\0';
+		} else if (n) {
+			fprintf(stderr, "epollfix: warning: %s='%.*s' is not a cgroup path below / (like "
+				"/kubepods.slice): ignored\n",
+				EF_POD_ENV_KUBEPODS, (int)(n > 200 ? 200 : n), v);
+		}
+		v += whole;
+	}
+}
+
+static void load_roots(void)
+{
+	if (nroots >= 0)
+		return;
+	const char *v = getenv(EF_POD_ENV_KUBEPODS);
+	ef_pod_set_roots(v && *v ? v : EF_POD_ROOTS_DEFAULT);
+}
+
+/* Component i (from 0) of path[0..n) into *c, *len: 0 when there is none. */
+static int component(const char *path, size_t n, int i, const char **c, size_t *len)
+{
+	size_t at = 0;
+	for (int k = 0;; k++) {
+		while (at < n && path[at] == '/')
+			at++;
+		if (at >= n)
+			return 0;
+		size_t m = strcspn(path + at, "/\n");
+		m = at + m > n ? n - at : m;
+		if (k == i) {
+			*c = path + at, *len = m;
+			return 1;
+		}
+		at += m;
+	}
+}
+
+static int is(const char *s, size_t n, const char *a, const char *b)
+{
+	size_t ka = strlen(a), kb = strlen(b);
+	return n == ka + kb && memcmp(s, a, ka) == 0 && memcmp(s + ka, b, kb) == 0;
+}
+
+/* Whether s is the pod slice kubelet's systemd driver names "<parent>-pod<uid>.slice"
+ * (the uid's dashes as underscores), perhaps with ":<runtime>:<id>" after it
+ * (containerd's cgroups path in a v1 hierarchy): the uid, and that rest. */
+static int pod_slice(const char *s, size_t n, const char *parent, size_t np, char uid[37],
+		     const char **rest, size_t *nrest)
+{
+	const char *colon = memchr(s, ':', n);
+	size_t m = colon ? (size_t)(colon - s) : n;
+	if (m != np + 4 + 36 + 6 || memcmp(s, parent, np) != 0 || memcmp(s + np, "-pod", 4) != 0 ||
+	    memcmp(s + m - 6, ".slice", 6) != 0 || !take_uid(s + np + 4, 36, uid))
+		return 0;
+	for (int i = 0; i < 36; i++)
+		if ((i == 8 || i == 13 || i == 18 || i == 23) && s[np + 4 + i] != '_')
+			return 0;
+	*rest = s + m, *nrest = n - m;
+	return 1;
+}
+
+int ef_pod_under(const char *path, size_t n, const char *root, struct ef_pod *p)
+{
+	static const char *const qos[] = { "burstable", "besteffort" };
+	size_t k = strlen(root);
+	p->uid[0] = p->container_id[0] = '\0';
+	if (k < 2 || n <= k || memcmp(path, root, k) != 0 || path[k] != '/')
+		return 0;
+	const char *last = strrchr(root, '/') + 1, *c, *rest = NULL;
+	size_t nlast = strlen(last), len, nrest = 0;
+	const char *at = path + k;
+	size_t left = n - k;
+	int i = 1, found = 0;
+	if (!component(at, left, 0, &c, &len))
+		return 0;
+	if (nlast > 6 && memcmp(last + nlast - 6, ".slice", 6) == 0) {
+		/* systemd: "<root>-pod<uid>.slice", or that under "<root>-<qos>.slice". */
+		char parent[4096 + 16];
+		size_t np = nlast - 6;
+		memcpy(parent, last, np);
+		parent[np] = '\0';
+		found = pod_slice(c, len, parent, np, p->uid, &rest, &nrest);
+		for (size_t q = 0; !found && q < 2; q++) {
+			int w = snprintf(parent + np, sizeof(parent) - np, "-%s", qos[q]);
+			const char *c2;
+			size_t len2;
+			if (is(c, len, parent, ".slice") && component(at, left, 1, &c2, &len2)) {
+				found = pod_slice(c2, len2, parent, np + (size_t)w, p->uid, &rest, &nrest);
+				i = 2;
+			}
+			parent[np] = '\0';
+		}
+	} else {
+		/* cgroupfs: "pod<uid>", or that under "<qos>". */
+		if ((is(c, len, qos[0], "") || is(c, len, qos[1], "")) && component(at, left, 1, &c, &len))
+			i = 2;
+		found = len == 39 && memcmp(c, "pod", 3) == 0 && take_uid(c + 3, 36, p->uid);
+		for (int d = 8; found && d <= 23; d += 5)
+			found = c[3 + d] == '-';
+	}
+	if (!found) {
+		p->uid[0] = '\0';
+		return 0;
+	}
+	/* "pod-slice:cri-containerd:<id>": the runtime and the id after. */
+	const char *colon = nrest > 1 ? memchr(rest + 1, ':', nrest - 1) : NULL;
+	if (colon && !starts(rest + 1, nrest - 1, "crio-conmon"))
+		take_id(colon + 1, (size_t)(rest + nrest - colon - 1), p->container_id);
+	else if (!nrest && component(at, left, i, &c, &len))
+		container_segment(c, len, p->container_id);
+	return 1;
+}
+
 int ef_pod_from_cgroup(const char *path, struct ef_pod *p)
 {
+	size_t n = strcspn(path, "\n");
+	load_roots();
+	for (int i = 0; i < nroots; i++)
+		if (ef_pod_under(path, n, roots[i], p))
+			return 1;
 	p->uid[0] = p->container_id[0] = '\0';
-	int found = 0;
-	for (const char *s = path; s && *s;) {
-		s += strspn(s, "/");
-		size_t n = strcspn(s, "/\n");
-		if (!n)
-			break;
-		if (found) {
-			container_segment(s, n, p->container_id);
-			break;
-		}
-		const char *rest;
-		size_t nrest;
-		if (pod_segment(s, n, p->uid, &rest, &nrest)) {
-			found = 1;
-			/* "pod-slice:cri-containerd:<id>": the runtime and the id after. */
-			const char *colon = nrest ? memchr(rest + 1, ':', nrest - 1) : NULL;
-			if (colon && !starts(rest + 1, nrest - 1, "crio-conmon"))
-				take_id(colon + 1, (size_t)(rest + nrest - colon - 1), p->container_id);
-			if (colon)
-				break;
-		}
-		s += n;
+	return 0;
+}
+
+/* How many "/.." path begins with. */
+static int climbs(const char *path, size_t n, const char **rest)
+{
+	int k = 0;
+	while (n >= 3 && memcmp(path, "/..", 3) == 0 && (n == 3 || path[3] == '/'))
+		path += 3, n -= 3, k++;
+	*rest = path;
+	return k;
+}
+
+struct line_of {
+	const char *hier; /* "N:controllers", of the line to match */
+	size_t nh;
+	const char *file; /* the file the lines are of */
+	int depth;
+};
+
+static int same_hierarchy(const char *path, size_t n, int v2, void *arg)
+{
+	struct line_of *w = arg;
+	const char *rest;
+	(void)v2;
+	const char *line = path - w->nh - 1;
+	if ((size_t)(path - w->file) < w->nh + 1 || (line > w->file && line[-1] != '\n') ||
+	    memcmp(line, w->hier, w->nh) != 0)
+		return 0;
+	w->depth = climbs(path, n, &rest);
+	return 1;
+}
+
+/* Whether pid is listed in cgroup.procs of the node's cgroup path (cgroup
+ * v2's hierarchy as the node's init has it mounted, else as this reader has:
+ * a mount made in the node's cgroup namespace shows the node's whole
+ * hierarchy wherever it is read from): the kernel's word. */
+static int listed(long pid, const char *path)
+{
+	static const char *const mounts[] = { "/proc/1/root/sys/fs/cgroup/unified",
+					       "/proc/1/root/sys/fs/cgroup", "/sys/fs/cgroup/unified",
+					       "/sys/fs/cgroup" };
+	static char procs[64 * 1024];
+	char file[2048], want[32];
+	int w = snprintf(want, sizeof(want), "\n%ld\n", pid);
+	for (size_t m = 0; m < sizeof(mounts) / sizeof(mounts[0]); m++) {
+		if ((size_t)snprintf(file, sizeof(file), "%s%s/cgroup.procs", mounts[m], path) >= sizeof(file))
+			continue;
+		int fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		procs[0] = '\n';
+		ssize_t r = read(fd, procs + 1, sizeof(procs) - 2);
+		close(fd);
+		if (r > 0 && memmem(procs, (size_t)r + 1, want, (size_t)w))
+			return 1;
 	}
-	if (!found)
-		p->uid[0] = p->container_id[0] = '\0';
-	return found;
+	return 0;
+}
+
+/* The node's path of a line this reader sees from a cgroup namespace of its
+ * own ("/../../<rest>"), into out: when it climbs to the node's root (as far
+ * as the node's init's own line climbs), the rest; when less far, the place
+ * under a root of the pod hierarchy (or its QoS classes) where the kernel
+ * lists pid. 0 when neither. */
+static int node_path(long pid, const char *file, const char *path, size_t n, int v2, char *out,
+		     size_t size)
+{
+	static char init[32 * 1024];
+	const char *rest, *line = path;
+	int k = climbs(path, n, &rest);
+	size_t nrest = (size_t)(path + n - rest);
+	if (!k)
+		return 0;
+	while (line > file && line[-1] != '\n')
+		line--;
+	struct line_of w = { line, (size_t)(path - line - 1), init, -1 };
+	ssize_t r = ef_proc_read(1, "cgroup", init, sizeof(init));
+	if (r <= 0 || !ef_cgroup_lines(init, (size_t)r, same_hierarchy, &w) || k > w.depth)
+		return 0;
+	if (k == w.depth)
+		return (size_t)snprintf(out, size, "%.*s", (int)nrest, rest) < size;
+	/* Below the node's root: only a pod kubelet made, found where the
+	 * kernel says this process is (cgroup v2's hierarchy). */
+	static const char *const qos[] = { "", "burstable", "besteffort" };
+	load_roots();
+	for (int i = 0; v2 && i < nroots; i++)
+		for (size_t q = 0; q < 3; q++) {
+			const char *last = strrchr(roots[i], '/') + 1;
+			size_t nlast = strlen(last);
+			int sd = nlast > 6 && memcmp(last + nlast - 6, ".slice", 6) == 0;
+			struct ef_pod p;
+			int m = !*qos[q] ? snprintf(out, size, "%s%.*s", roots[i], (int)nrest, rest)
+				: sd	 ? snprintf(out, size, "%s/%.*s-%s.slice%.*s", roots[i], (int)nlast - 6,
+						    last, qos[q], (int)nrest, rest)
+					 : snprintf(out, size, "%s/%s%.*s", roots[i], qos[q], (int)nrest, rest);
+			if ((size_t)m < size && ef_pod_under(out, (size_t)m, roots[i], &p) && listed(pid, out))
+				return 1;
+		}
+	return 0;
 }
 
 /* The line of /proc/PID/cgroup that names the pod: cgroup v2's ("0::PATH")
@@ -157,16 +346,23 @@ struct best {
 	const char *path;
 	size_t n;
 	int rank; /* 4: v2 with a pod; 3: v1 with a pod; 2: v2; 1: the first line */
+	long pid;
+	const char *file;
 };
 
 static int rank_line(const char *path, size_t n, int v2, void *arg)
 {
 	struct best *b = arg;
 	struct ef_pod q;
-	if (n >= b->size)
+	char node[4096];
+	if (n >= b->size || n >= sizeof(node))
 		return 0;
-	/* The path parser stops at the line's end. */
-	int pod = ef_pod_from_cgroup(path, &q);
+	/* Seen from a cgroup namespace of this reader's own: the node's path. */
+	memcpy(node, path, n);
+	node[n] = '\0';
+	if (b->pid && node_path(b->pid, b->file, path, n, v2, node, sizeof(node)) != 1)
+		memcpy(node, path, n), node[n] = '\0';
+	int pod = ef_pod_from_cgroup(node, &q);
 	int rank = pod ? 3 + v2 : v2 ? 2 : !b->path;
 	if (rank > b->rank) {
 		b->path = path, b->n = n, b->rank = rank;
@@ -177,9 +373,10 @@ static int rank_line(const char *path, size_t n, int v2, void *arg)
 	return 0;
 }
 
-int ef_pod_from_cgroups(const char *file, size_t len, struct ef_pod *p, char *path, size_t size)
+int ef_pod_from_cgroups(long pid, const char *file, size_t len, struct ef_pod *p, char *path,
+			size_t size)
 {
-	struct best b = { p, size, NULL, 0, 0 };
+	struct best b = { p, size, NULL, 0, 0, pid, file };
 	p->uid[0] = p->container_id[0] = '\0';
 	ef_cgroup_lines(file, len, rank_line, &b);
 	if (size) {
@@ -267,16 +464,64 @@ int ef_pod_env_parse(const char *env, size_t len, struct ef_pod_env *e)
 	return found;
 }
 
-int ef_pod_take_names(struct ef_pod *p, const struct ef_pod_env *e)
+/* "<ns>_<name>_<uid>", kubelet's name of a pod's log directory: 1 and the
+ * names when it is of uid. */
+static int pod_dir(const char *d, const char *uid, struct ef_pod *p)
 {
-	p->ns[0] = p->name[0] = p->container[0] = '\0';
-	/* Only a pod the cgroup names, and only the environment of that pod. */
-	if (!p->uid[0] || strcmp(e->uid, p->uid) != 0)
+	size_t n = strlen(d);
+	const char *u1 = strchr(d, '_'), *u2 = u1 ? strchr(u1 + 1, '_') : NULL;
+	if (!u2 || n != (size_t)(u2 - d) + 1 + 36 || strcmp(u2 + 1, uid) != 0)
 		return 0;
-	memcpy(p->ns, e->ns, sizeof(p->ns));
-	memcpy(p->name, e->name, sizeof(p->name));
-	memcpy(p->container, e->container, sizeof(p->container));
-	return !!p->ns[0] + !!p->name[0] + !!p->container[0];
+	return take_name(d, (size_t)(u1 - d), p->ns, sizeof(p->ns)) &&
+	       take_name(u1 + 1, (size_t)(u2 - u1 - 1), p->name, sizeof(p->name));
+}
+
+/* A directory kubelet writes: the variable's, else its default. */
+static const char *kubelet_dir(const char *var, const char *dflt)
+{
+	const char *v = getenv(var);
+	return v && *v ? v : dflt;
+}
+
+int ef_pod_node_names(struct ef_pod *p)
+{
+	const char *pods = kubelet_dir(EF_POD_ENV_KUBELET_POD_LOGS, "/var/log/pods");
+	const char *containers = kubelet_dir(EF_POD_ENV_KUBELET_CONTAINER_LOGS, "/var/log/containers");
+	char dir[4096], link[4096];
+	p->ns[0] = p->name[0] = p->container[0] = '\0';
+	if (!p->uid[0])
+		return 0;
+	/* kubelet's pod log directory: <pods>/<ns>_<name>_<uid>/<container>/. */
+	DIR *d = opendir(pods);
+	struct dirent *e;
+	int found = 0;
+	while (d && !found && (e = readdir(d)))
+		found = pod_dir(e->d_name, p->uid, p);
+	if (d)
+		closedir(d);
+	if (!found) {
+		p->ns[0] = p->name[0] = '\0';
+		return 0;
+	}
+	/* The container: the one of the pod's whose log kubelet links by the
+	 * container's id, <containers>/<name>_<ns>_<container>-<id>.log. */
+	snprintf(dir, sizeof(dir), "%s/%s_%s_%s", pods, p->ns, p->name, p->uid);
+	d = p->container_id[0] ? opendir(dir) : NULL;
+	struct stat st;
+	while (d && (e = readdir(d))) {
+		char c[sizeof(p->container)];
+		if (!take_name(e->d_name, strlen(e->d_name), c, sizeof(c)))
+			continue;
+		if ((size_t)snprintf(link, sizeof(link), "%s/%s_%s_%s-%s.log", containers, p->name, p->ns,
+				     c, p->container_id) < sizeof(link) &&
+		    lstat(link, &st) == 0) {
+			memcpy(p->container, c, sizeof(c));
+			break;
+		}
+	}
+	if (d)
+		closedir(d);
+	return 2 + !!p->container[0];
 }
 
 int ef_pod_env_of(long pid, struct ef_pod_env *e)

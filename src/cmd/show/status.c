@@ -209,7 +209,7 @@ static int list_all(int json, int watching, struct ef_show_prev *next, size_t *n
 	}
 	closedir(d);
 	/* Go supervisors: their report line each (golook.h). */
-	int supervisors = json ? 0 : ef_golook_list(stdout) + ef_agentlook_each(0, agent_line, stdout);
+	int supervisors = json ? 0 : ef_golook_list(0, stdout) + ef_agentlook_each(0, agent_line, stdout);
 	if (!json && !shown && !supervisors)
 		printf("no process with libepollfix loaded%s\n",
 		       geteuid() == 0 ? "" : " that you may read (other users' need root)");
@@ -283,7 +283,7 @@ int ef_status_main(int argc, char **argv)
 		return EF_ST_USAGE;
 	}
 	/* --textfile: DIR opened once, held for every round (textfile.h). */
-	struct ef_textfile tf = { textfile, -1 };
+	struct ef_textfile tf = { .path = textfile, .dirfd = -1 };
 	if (textfile && ef_textfile_open(&tf, textfile) != 0)
 		return 1;
 	for (; metrics;) {
@@ -325,18 +325,19 @@ int ef_status_main(int argc, char **argv)
 		}
 		if (watch && tty && !json)
 			fputs("\033[H\033[2J", stdout);
-		struct ef_golook g;
 		long served = pid;
-		if (pid && !json && ef_golook_at(pid, &g)) {
-			char text[1024];
-			struct ef_buf b = EF_BUF(text);
-			ef_go_report(pid, g.program, g.count, &b);
-			fputs(text, stdout);
-		} else if (pid && !json && ef_agentlook_each(pid, agent_line_of, &served) && !served) {
-			/* A Go process the agent serves: its line. */
-		} else if (pid) {
+		/* Whatever serves the process: the line of a Go supervisor (of
+		 * the supervisor's pid, or of the program it serves) or of the
+		 * agent; then the library's report where it is loaded (a cgo
+		 * program's C code), which alone says nothing of the runtime's
+		 * waits. */
+		int go = pid && !json &&
+			 (ef_golook_list(pid, stdout) ||
+			  (ef_agentlook_each(pid, agent_line_of, &served) && !served));
+		if (pid) {
 			struct look l;
-			if (!ef_look_at(pid, &l)) {
+			int looked = ef_look_at(pid, &l);
+			if (!looked && !go) {
 				const char *why;
 				int code = ef_look_failure(&why);
 				/* Not loaded though LD_PRELOAD names it: where it runs, too. */
@@ -349,15 +350,17 @@ int ef_status_main(int argc, char **argv)
 				free(next);
 				free(prevs);
 				return code;
+			} else if (looked) {
+				double now = ef_look_now();
+				struct ef_show_rates r =
+					ef_show_rates_of(&l, watch ? prev_of(pid) : NULL, now);
+				ef_look_name_sites(&l);
+				if (json)
+					ef_show_json(stdout, &l, &r);
+				else
+					ef_show_report(stdout, &l, &r);
+				next[n++] = ef_show_remember(&l, now);
 			}
-			double now = ef_look_now();
-			struct ef_show_rates r = ef_show_rates_of(&l, watch ? prev_of(pid) : NULL, now);
-			ef_look_name_sites(&l);
-			if (json)
-				ef_show_json(stdout, &l, &r);
-			else
-				ef_show_report(stdout, &l, &r);
-			next[n++] = ef_show_remember(&l, now);
 		} else if (list_all(json, watch, next, &n, cap) < 0) {
 			free(next);
 			return 1;

@@ -10,9 +10,13 @@
  * put it: in a directory owned by root or by this user that no one else may
  * write, or in a sticky one (/tmp) when the link is root's or this user's.
  * Links the system and the caller made (/var/run to /run) work; a link in a
- * directory another user controls is refused, whatever it points to. The held
- * directory is walked to again only when it was removed (rmdir): the name
- * may then hold a new one, taken by the same rules. */
+ * directory another user controls is refused, whatever it points to. Each
+ * round walks the path again by the same rules and compares what it finds
+ * with the held directory (device and inode; a removed one has no links):
+ * when DIR is no longer the directory it opened (renamed away, a link
+ * swapped, removed and made again), the new one is taken, and that is said
+ * once; when the path leads nowhere the rules allow, the round writes nothing
+ * and says why, once while the reason lasts. */
 #define _GNU_SOURCE
 #include "textfile.h"
 
@@ -25,6 +29,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "pathwalk.h"
 
 static const char final[] = "epollfix.prom";
 
@@ -49,10 +55,10 @@ static int open_root(const char *path)
 	return open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* DIR's descriptor (O_PATH), or -1 after one line on stderr. */
-static int walk(const char *dir)
+/* DIR's descriptor (O_PATH), or -1 with why, one line, in msg. */
+static int walk(const char *dir, char *msg, size_t size)
 {
-	char rest[2 * PATH_MAX], target[PATH_MAX], name[NAME_MAX + 1];
+	char rest[2 * PATH_MAX], name[NAME_MAX + 1];
 	size_t len = strlen(dir);
 	int fd = -1, links = 0, err = ENAMETOOLONG;
 
@@ -91,48 +97,88 @@ static int walk(const char *dir)
 		if (!err && fstat(fd, &in) != 0)
 			err = errno;
 		if (!err && !link_trusted(&in, &st)) {
-			fprintf(stderr,
-				"epollfix: status: %s: '%s' is a symbolic link in a directory another user "
-				"may change (owner uid %u, mode %03o): not followed\n",
-				dir, name, (unsigned)in.st_uid, (unsigned)(in.st_mode & 07777));
+			snprintf(msg, size,
+				 "epollfix: status: %s: '%s' is a symbolic link in a directory another user "
+				 "may change (owner uid %u, mode %03o): not followed",
+				 dir, name, (unsigned)in.st_uid, (unsigned)(in.st_mode & 07777));
 			close(next);
 			close(fd);
 			return -1;
 		}
 		if (!err && ++links > 40)
 			err = ELOOP;
-		ssize_t k = err ? -1 : readlinkat(next, "", target, sizeof(target));
-		if (k < 0 && !err)
-			err = errno;
+		/* What the link says, then what was left of the path. */
+		int r = err ? 0 : ef_path_splice_link(next, rest, sizeof(rest), &p);
 		close(next);
-		size_t left = strlen(p);
-		if (!err && (k <= 0 || (size_t)k >= sizeof(target) || (size_t)k + 1 + left >= sizeof(rest)))
-			err = k ? ENAMETOOLONG : ENOENT;
+		if (!err && r < 0)
+			err = -r;
 		if (err)
 			break;
-		/* What the link says, then what was left of the path. */
-		memmove(rest + k + 1, p, left + 1);
-		memcpy(rest, target, (size_t)k);
-		rest[k] = '/';
-		p = rest;
-		if (target[0] == '/') {
+		if (r == 1) {
 			close(fd);
-			fd = open_root(target);
+			fd = open_root(rest);
 			err = errno;
 		}
 	}
 	if (fd >= 0)
 		close(fd);
 failed:
-	fprintf(stderr, "epollfix: status: %s: %s\n", dir, strerror(err));
+	snprintf(msg, size, "epollfix: status: %s: %s", dir, strerror(err));
 	return -1;
 }
 
 int ef_textfile_open(struct ef_textfile *t, const char *dir)
 {
+	char why[sizeof(t->said)];
 	t->path = dir;
-	t->dirfd = walk(dir);
+	t->said[0] = '\0';
+	t->dirfd = walk(dir, why, sizeof(why));
+	if (t->dirfd < 0)
+		fprintf(stderr, "%s\n", why);
 	return t->dirfd >= 0 ? 0 : -1;
+}
+
+/* One line on stderr, unless it is the one said last. */
+static void say_once(struct ef_textfile *t, const char *line)
+{
+	if (strcmp(t->said, line) == 0)
+		return;
+	fprintf(stderr, "%s\n", line);
+	snprintf(t->said, sizeof(t->said), "%s", line);
+}
+
+/* DIR walked to again: the held directory when the path still leads to it,
+ * else the one it leads to now (said once). 0, or -1 when it leads nowhere
+ * the rules allow (said once while that lasts). */
+static int follow(struct ef_textfile *t)
+{
+	char why[sizeof(t->said)];
+	struct stat held, now;
+	int fd = walk(t->path, why, sizeof(why));
+	if (fd >= 0 && fstat(fd, &now) != 0) {
+		snprintf(why, sizeof(why), "epollfix: status: %s: %s", t->path, strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		say_once(t, why);
+		return -1;
+	}
+	if (t->dirfd >= 0 && fstat(t->dirfd, &held) == 0 && held.st_nlink > 0 &&
+	    held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
+		close(fd);
+		return 0;
+	}
+	if (t->dirfd >= 0) {
+		snprintf(why, sizeof(why),
+			 "epollfix: status: %s is no longer the directory it opened: writing into the "
+			 "one there now",
+			 t->path);
+		say_once(t, why);
+	}
+	ef_textfile_close(t);
+	t->dirfd = fd;
+	return 0;
 }
 
 void ef_textfile_close(struct ef_textfile *t)
@@ -207,9 +253,7 @@ static int write_tmp_then_rename(const struct ef_textfile *t, void (*fill)(FILE 
 int ef_textfile_replace(struct ef_textfile *t, void (*fill)(FILE *, void *), void *arg)
 {
 	struct stat st;
-	if (t->dirfd >= 0 && (fstat(t->dirfd, &st) != 0 || st.st_nlink == 0))
-		ef_textfile_close(t); /* removed: walked to again */
-	if (t->dirfd < 0 && ef_textfile_open(t, t->path) != 0)
+	if (follow(t) != 0)
 		return -1;
 	/* A final name that is not a regular file (a link, a directory, a fifo
 	 * planted there) is refused: this round fails, the next tries again. */
@@ -230,5 +274,7 @@ int ef_textfile_replace(struct ef_textfile *t, void (*fill)(FILE *, void *), voi
 	sigprocmask(SIG_BLOCK, &stops, &before);
 	int r = write_tmp_then_rename(t, fill, arg);
 	sigprocmask(SIG_SETMASK, &before, NULL);
+	if (r == 0)
+		t->said[0] = '\0'; /* written: the next change of DIR is news again */
 	return r;
 }
