@@ -49,9 +49,25 @@ struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym __weak;
 void bpf_task_release(struct task_struct *p) __ksym __weak;
 void bpf_rcu_read_lock(void) __ksym __weak;
 void bpf_rcu_read_unlock(void) __ksym __weak;
+/* Task work in signal mode has two names: Linux 6.18 and 6.19 export
+ * `_impl`, whose last argument the verifier fills (NULL here); 7.0 exports
+ * the plain name, with that argument implicit, and keeps `_impl` in its BTF
+ * as the function behind it, of another prototype. This source is built once
+ * for each (EF_TASKWORK_IMPLICIT: 7.0's), and the agent loads the object
+ * whose name the kernel has (agent_bpf.c): an object naming a kfunc the
+ * kernel lacks, even weak and unused, makes libbpf search the modules' BTF,
+ * which needs CAP_SYS_ADMIN (the unit does not grant it), and libbpf before
+ * 1.3 refuses a weak kfunc of another prototype. */
+#ifdef EF_TASKWORK_IMPLICIT
+int bpf_task_work_schedule_signal(struct task_struct *task, struct bpf_task_work *tw,
+				  void *map__map, bpf_task_work_callback_t callback) __ksym __weak;
+#define schedule_signal(task, tw, map, cb) bpf_task_work_schedule_signal(task, tw, map, cb)
+#else
 int bpf_task_work_schedule_signal_impl(struct task_struct *task, struct bpf_task_work *tw,
 				       void *map__map, bpf_task_work_callback_t callback,
 				       void *aux__prog) __ksym __weak;
+#define schedule_signal(task, tw, map, cb) bpf_task_work_schedule_signal_impl(task, tw, map, cb, NULL)
+#endif
 
 /* Attached processes, by tgid: filled and emptied by user space only. */
 struct {
@@ -215,7 +231,7 @@ static int timer_fired(void *map, __u32 *key, struct thread *t)
 	}
 	t->fired = t->pollUntil;
 	t->ended = deadline;
-	if (bpf_task_work_schedule_signal_impl(task, &t->tw, &threads, work_done, NULL) == 0)
+	if (schedule_signal(task, &t->tw, &threads, work_done) == 0)
 		count(EF_BC_ENDED, p);
 	else
 		count(EF_BC_BUSY, p);

@@ -157,7 +157,7 @@ report() {
 
 @test "attach PID: a running Go program's 50 us sleeps end well under 1 ms; detach leaves it as it was" {
 	local release
-	for release in local go1.22.12 go1.20.14; do
+	for release in local go1.27.3 go1.22.12 go1.20.14; do
 		start_phases "$(prog "$release" static phases)"
 		round 100
 		native "$release: before attach"
@@ -181,6 +181,56 @@ served_round() {
 @test "a PIE Go program: the load bias is applied" {
 	start_phases "$(prog local pie phases)"
 	start_agent attach "$prog_pid"
+	served_round
+	end_phases
+}
+
+@test "Go 1.27, its layout read from its code: PIE and cgo programs attached, their 50 us sleeps end well under 1 ms" {
+	local v
+	for v in pie dynamic; do
+		start_phases "$(prog go1.27.3 "$v" phases)"
+		attached_round "go1.27.3 $v"
+		end_phases || fail "$v: $(cat "$BATS_TEST_TMPDIR/phases.err")"
+		rm -f "$BATS_TEST_TMPDIR/in" "$out"
+	done
+}
+
+@test "the task-work program is the one built for this kernel's name of the kfunc: it calls that name and declares no other" {
+	command -v bpftool >/dev/null || skip_missing "no bpftool"
+	local want other vmlinux=$BATS_TEST_TMPDIR/vmlinux
+	bpftool btf dump file /sys/kernel/btf/vmlinux >"$vmlinux" || fail "no kernel BTF"
+	# 7.0 exports the plain name (and keeps _impl as the function behind
+	# it), 6.18 and 6.19 the _impl one only.
+	if grep -q "FUNC 'bpf_task_work_schedule_signal' " "$vmlinux"; then
+		want=bpf_task_work_schedule_signal other=bpf_task_work_schedule_signal_impl
+	else
+		grep -q "FUNC 'bpf_task_work_schedule_signal_impl' " "$vmlinux" || fail "--check said task work applies"
+		want=bpf_task_work_schedule_signal_impl other=bpf_task_work_schedule_signal
+	fi
+	start_phases "$(prog local static phases)"
+	start_agent attach "$prog_pid"
+	# The agent's task-work program, by its fd's id (other tests' agents run beside).
+	local fd id="" info
+	for fd in /proc/"$agent_pid"/fdinfo/*; do
+		info=$(cat "$fd" 2>/dev/null) || continue
+		[[ "$info" == *"prog_type:"* ]] || continue
+		id=$(sed -n 's/^prog_id:[[:space:]]*//p' <<<"$info")
+		bpftool prog show id "$id" | grep -q " name on_switch " && break
+		id=""
+	done
+	[ -n "$id" ] || fail "no on_switch program among the agent's fds"
+	run bpftool prog dump xlated id "$id"
+	assert_success
+	grep -qE "call $want#[0-9]+$" <<<"$output" || fail "$(grep -E "call bpf_task_work" <<<"$output")"
+	# A kfunc the kernel lacks, even weak and unused, would send libbpf to the
+	# modules' BTF, which the unit's capabilities do not allow.
+	local btf
+	btf=$(bpftool prog show id "$id" | sed -n 's/.*btf_id \([0-9]*\).*/\1/p')
+	[ -n "$btf" ] || fail "no btf_id"
+	run bpftool btf dump id "$btf"
+	assert_success
+	assert_output --partial "FUNC '$want' "
+	refute_output --partial "FUNC '$other' "
 	served_round
 	end_phases
 }
@@ -276,9 +326,10 @@ attached_round() {
 	[ "$(counter ended)" -ge 150 ] || fail "$1: $(cat "$log")"
 }
 
-@test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.20, 1.22, installed; PIE)" {
+@test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.20, 1.22, installed, 1.27; PIE)" {
 	local p
-	for p in "local stripped" "go1.22.12 stripped" "go1.20.14 stripped" "local stripped-pie"; do
+	for p in "local stripped" "go1.27.3 stripped" "go1.22.12 stripped" "go1.20.14 stripped" "local stripped-pie" \
+		"go1.27.3 stripped-pie"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(prog $p phases)"
 		attached_round "$p"

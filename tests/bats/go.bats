@@ -97,7 +97,10 @@ sleeps_supervised() {
 	n=$(counter notifications) t=$(counter timers)
 	# Each sub-ms sleep blocks the netpoller once (a few find the timer due
 	# already; the runtime's own timers may add one or two); a timer each.
-	[ "$t" -ge 270 ] && [ "$n" -le 303 ] && [ "$t" -le "$n" ] || fail "$(cat "$report")"
+	# On a loaded machine a few waits are asked again (a preemption signal
+	# withdraws a trapped call, which restarts: 305 of 300 seen beside the
+	# suite), so the bound is 5% over: a spin would be many times more.
+	[ "$t" -ge 270 ] && [ "$n" -le 315 ] && [ "$t" -le "$n" ] || fail "$(cat "$report")"
 	[ "$(counter go)" -eq 1 ] && [ "$(counter no_tag)" -eq 0 ] && [ "$(counter unreadable)" -eq 0 ] ||
 		fail "$(cat "$report")"
 }
@@ -118,6 +121,12 @@ sleeps_supervised() {
 	sleeps_supervised go1.20.14 static
 	sleeps_supervised go1.20.14 dynamic
 	sleeps_supervised go1.20.14 pie
+}
+
+@test "sub-ms sleeps: one timer each at the runtime's deadline (Go 1.27, its layout read from its code: static, dynamic, PIE)" {
+	sleeps_supervised go1.27.3 static
+	sleeps_supervised go1.27.3 dynamic
+	sleeps_supervised go1.27.3 pie
 }
 
 @test "--go=off: no supervisor, the preload alone" {
@@ -541,17 +550,89 @@ PY
 	[ "$SECONDS" -lt 4 ] || fail "$SECONDS s"
 }
 
-@test "a stripped Go program (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed)" {
+@test "a stripped Go program (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed, 1.27)" {
 	sleeps_supervised local stripped
+	sleeps_supervised go1.27.3 stripped
 	sleeps_supervised go1.22.12 stripped
 	sleeps_supervised go1.20.14 stripped
 }
 
-@test "a stripped Go PIE (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed)" {
+@test "a stripped Go PIE (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed, 1.27)" {
 	need_glibc # a PIE has a loader: the glibc build's library is preloaded
 	sleeps_supervised local stripped-pie
+	sleeps_supervised go1.27.3 stripped-pie
 	sleeps_supervised go1.22.12 stripped-pie
 	sleeps_supervised go1.20.14 stripped-pie
+}
+
+@test "go-image: Go 1.27's layout is read from its code, which .symtab agrees with; its wake-up item's data is 0" {
+	local v p a
+	for v in static dynamic pie stripped stripped-pie; do
+		p=$(prog go1.27.3 "$v" sleeps)
+		run "$cmd" go-image "$p"
+		assert_success
+		assert_output --regexp "^go1\.27\.3 code sched=0x[0-9a-f]+ epfd=0x[0-9a-f]+ netpollEventFd=0x[0-9a-f]+ tag=0$"
+	done
+	# The unstripped program's addresses are its .symtab's.
+	command -v nm >/dev/null || skip_missing "no nm (binutils)"
+	p=$(prog go1.27.3 static sleeps)
+	local s e w
+	read -r s e w < <(nm "$p" | awk '$3 == "runtime.sched" { s = $1 } $3 == "runtime.epfd" { e = $1 }
+		$3 == "runtime.netpollEventFd" { w = $1 } END { print s, e, w }')
+	a=$(printf "sched=%#x epfd=%#x netpollEventFd=%#x" "0x$s" "0x$e" "0x$w")
+	[ "$("$cmd" go-image "$p")" = "go1.27.3 code $a tag=0" ] || fail "$("$cmd" go-image "$p"); nm: $a"
+}
+
+# go_variant SRC DST [--version V] [--symbol NAME WHERE]: a patched copy of
+# the Go program SRC (tests/bats/go_variant.py says how).
+go_variant() {
+	python3 "$BATS_TEST_DIRNAME/go_variant.py" "$@" || fail "could not patch $1"
+	chmod +x "$2"
+}
+
+@test "a later release whose runtime code reads as 1.27's is served; one whose .symtab and code disagree is refused, saying so and what is served" {
+	command -v python3 >/dev/null || skip_missing "no python3"
+	# No later release exists yet: Go 1.27 programs whose build information
+	# names go1.28.0 stand in for one whose runtime did not change.
+	local later=$BATS_TEST_TMPDIR/later p
+	go_variant "$(prog go1.27.3 static sleeps)" "$later" --version go1.28.0
+	run "$cmd" --check "$later"
+	assert_line --regexp "is a Go program \(go1\.28\.0\): runtime layout checked: the runtime's code agrees with \.symtab: supervised "
+	run --separate-stderr "$cmd" --stats="$report" "$later" 100us 300
+	assert_success
+	wait_report
+	[ "$(counter timers)" -ge 270 ] && [ "$(counter no_tag)" -eq 0 ] || fail "$(cat "$report")"
+	go_variant "$(prog go1.27.3 stripped sleeps)" "$later-stripped" --version go1.28.0
+	run "$cmd" --check "$later-stripped"
+	assert_line --regexp "is a Go program \(go1\.28\.0\): stripped: runtime layout checked, addresses from .gopclntab and the runtime's code: supervised "
+	# Its runtime.epfd in .symtab is not the one its code compares with -1:
+	# refused, whichever release it names; the program runs untouched.
+	for p in go1.27.3 go1.28.0; do
+		go_variant "$(prog go1.27.3 static sleeps)" "$BATS_TEST_TMPDIR/$p" --version "$p" --symbol runtime.epfd +64
+		run "$cmd" --check "$BATS_TEST_TMPDIR/$p"
+		assert_failure 1
+		assert_line --regexp "is a Go program \($p\): runtime layout unknown for this release \(Go 1\.2[78]: \.symtab's runtime\.epfd is not the one the runtime's code uses; served: Go 1\.20 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
+	done
+	rm -f "$report"
+	run --separate-stderr "$cmd" --stats="$report" "$BATS_TEST_TMPDIR/go1.28.0" 100us 20
+	assert_success
+	[[ "$stderr" == *"runtime layout unknown for this release (Go 1.28: .symtab's runtime.epfd"* ]] || fail "$stderr"
+	[ ! -s "$report" ] || ! grep -q "Go supervisor" "$report" || fail "supervised: $(cat "$report")"
+}
+
+@test "Go 1.19 (Debian 12's): refused, the refusal saying why and which releases are served" {
+	local bin=$EPOLLFIX_BUILD/go/go1.19/stripped/sleeps go=/usr/lib/go-1.19/bin/go
+	if [ ! -x "$bin" ]; then
+		[ -x "$go" ] || skip_missing "no Go 1.19 (Debian 12's golang-1.19-go)"
+		mkdir -p "$(dirname "$bin")"
+		(cd "$PROGS_SRC/go" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 \
+			"$go" build -ldflags='-s -w' -o "$bin" ./sleeps) || fail "go 1.19 build failed"
+	fi
+	run "$cmd" --check "$bin"
+	assert_failure 1
+	assert_line --regexp "is a Go program \(go1\.19\.[0-9]+\): runtime layout unknown for this release \(Go 1\.19: before 1\.20 the function table has another format and no runtime was checked; served: Go 1\.20 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
+	run --separate-stderr "$cmd" "$bin" 100us 20
+	assert_success
 }
 
 @test "fds 0, 1 and 2 closed: the program starts, supervised, and finds them as it would without" {
@@ -774,7 +855,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$cmd" --stats="$report" "$p" 200us 20000 >
 			GOEXPERIMENT=nodwarf5 /usr/local/go/bin/go build -o "$bin" ./sleeps) || skip "go build failed"
 	fi
 	run "$cmd" --check "$bin"
-	assert_line --regexp "is a Go program \(go1\.[0-9.]+-X:nodwarf5\): runtime layout unknown for this release: its own timers stay at whole milliseconds$"
+	assert_line --regexp "is a Go program \(go1\.[0-9.]+-X:nodwarf5\): runtime layout unknown for this release \(a development build, or one with GOEXPERIMENT, whose runtime may differ from its release's; served: .+\): its own timers stay at whole milliseconds$"
 	run --separate-stderr "$cmd" "$bin" 100us 20
 	assert_success
 }
@@ -808,37 +889,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$cmd" --stats="$report" "$p" 200us 20000 >
 	local bin=$BATS_TEST_TMPDIR/sleeps
 	# A copy of the non-PIE program whose runtime.sched points where
 	# lastpoll reads 0 and pollUntil a constant past deadline (.rodata).
-	python3 - "$(prog local static sleeps)" "$bin" <<'PY' || fail "could not patch"
-import struct, sys
-data = bytearray(open(sys.argv[1], 'rb').read())
-shoff, = struct.unpack_from('<Q', data, 0x28)
-shentsize, shnum, shstrndx = struct.unpack_from('<HHH', data, 0x3a)
-secs = [struct.unpack_from('<IIQQQQIIQQ', data, shoff + i * shentsize) for i in range(shnum)]
-def name(off):
-    base = secs[shstrndx][4] + off
-    return data[base:data.index(b'\0', base)].decode()
-by = {name(s[0]): s for s in secs}
-ro = by['.rodata']
-addr = None
-for off in range(0, ro[5] - 16, 8):
-    z, v = struct.unpack_from('<qq', data, ro[4] + off)
-    if z == 0 and 0 < v < 10**12:
-        addr = ro[3] + off - 8  # lastpoll is at +8, pollUntil at +16
-        break
-assert addr, 'no constant found'
-sym, strtab = by['.symtab'], by['.strtab']
-for i in range(sym[5] // 24):
-    at = sym[4] + i * 24
-    n, = struct.unpack_from('<I', data, at)
-    s = strtab[4] + n
-    if data[s:data.index(b'\0', s)] == b'runtime.sched':
-        struct.pack_into('<Q', data, at + 8, addr)
-        break
-else:
-    sys.exit('no runtime.sched')
-open(sys.argv[2], 'wb').write(data)
-PY
-	chmod +x "$bin"
+	go_variant "$(prog local static sleeps)" "$bin" --symbol runtime.sched stale
 	run --separate-stderr "$cmd" --stats="$report" "$bin" 5ms 20
 	assert_success
 	wait_report

@@ -13,6 +13,7 @@
 
 #include "netpoll.h"
 #include "netpoll.skel.h"
+#include "netpoll7.skel.h"
 
 struct ef_abpf {
 	struct ef_netpoll *skel;
@@ -29,16 +30,20 @@ const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "sign
 #define TASKWORK (1u << EF_MECH_TASKWORK)
 
 /* Each feature: how it is found in the kernel's BTF (a function, or an
- * enum's value), and what --check says of it. */
+ * enum's value; `also`, another name that serves as well), and what --check
+ * says of it. */
 static const struct {
 	const char *name;
 	int kind; /* BTF_KIND_FUNC or BTF_KIND_ENUM (a value of an enum) */
+	const char *also;
 } probes[EF_KF_COUNT] = {
-	[EF_KF_RINGBUF] = { "BPF_MAP_TYPE_RINGBUF", BTF_KIND_ENUM },
-	[EF_KF_PT_REGS] = { "BPF_FUNC_task_pt_regs", BTF_KIND_ENUM },
-	[EF_KF_TIMER] = { "BPF_FUNC_timer_init", BTF_KIND_ENUM },
-	[EF_KF_TIMER_ABS] = { "BPF_F_TIMER_ABS", BTF_KIND_ENUM },
-	[EF_KF_TASKWORK] = { "bpf_task_work_schedule_signal_impl", BTF_KIND_FUNC },
+	[EF_KF_RINGBUF] = { .name = "BPF_MAP_TYPE_RINGBUF", .kind = BTF_KIND_ENUM },
+	[EF_KF_PT_REGS] = { .name = "BPF_FUNC_task_pt_regs", .kind = BTF_KIND_ENUM },
+	[EF_KF_TIMER] = { .name = "BPF_FUNC_timer_init", .kind = BTF_KIND_ENUM },
+	[EF_KF_TIMER_ABS] = { .name = "BPF_F_TIMER_ABS", .kind = BTF_KIND_ENUM },
+	/* 6.18 and 6.19 name it _impl, 7.0 without (netpoll.bpf.c calls either). */
+	[EF_KF_TASKWORK] = { .name = "bpf_task_work_schedule_signal_impl", .kind = BTF_KIND_FUNC,
+			     .also = "bpf_task_work_schedule_signal" },
 };
 
 const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT] = {
@@ -75,7 +80,8 @@ int ef_abpf_probe(int has[EF_KF_COUNT])
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	for (int i = 0; i < EF_KF_COUNT; i++)
-		has[i] = btf && btf_has(btf, probes[i].name, probes[i].kind);
+		has[i] = btf && (btf_has(btf, probes[i].name, probes[i].kind) ||
+				 (probes[i].also && btf_has(btf, probes[i].also, probes[i].kind)));
 	btf__free(btf);
 	return btf ? 0 : -1;
 }
@@ -96,6 +102,31 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level, (void)fmt, (void)ap;
 	return 0;
+}
+
+/* The object for this kernel's name of the task-work kfunc (netpoll.bpf.c:
+ * one source, built for each): 7.0's where the kernel has the plain name,
+ * else 6.18's (_impl), which a kernel without task work loads too (only the
+ * signal program runs there). Both have the same maps and programs: the
+ * skeleton is ef_netpoll's, with the other object's bytes. */
+static struct ef_netpoll *open_object(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int plain = btf && btf__find_by_name_kind(btf, probes[EF_KF_TASKWORK].also, BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	if (!plain)
+		return ef_netpoll__open();
+	struct ef_netpoll *skel = calloc(1, sizeof(*skel));
+	if (!skel || ef_netpoll__create_skeleton(skel) != 0) {
+		ef_netpoll__destroy(skel);
+		return NULL;
+	}
+	skel->skeleton->data = (void *)ef_netpoll7__elf_bytes(&skel->skeleton->data_sz);
+	if (bpf_object__open_skeleton(skel->skeleton, NULL) != 0) {
+		ef_netpoll__destroy(skel);
+		return NULL;
+	}
+	return skel;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -128,7 +159,7 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		goto fail;
 	libbpf_set_print(quiet);
 	what = "the kernel refused the program";
-	if (!(b->skel = ef_netpoll__open()))
+	if (!(b->skel = open_object()))
 		goto fail;
 	/* One of the two sched_switch programs: the other may call what this
 	 * kernel lacks (the verifier would refuse it); the map only it uses

@@ -26,7 +26,7 @@ enum ef_kfeature {
 	EF_KF_PT_REGS,   /* bpf_task_pt_regs, 5.15: the system call a thread sleeps in */
 	EF_KF_TIMER,     /* bpf_timer, 5.15 */
 	EF_KF_TIMER_ABS, /* BPF_F_TIMER_ABS, 6.7 */
-	EF_KF_TASKWORK,  /* the bpf_task_work_schedule_signal kfunc, 6.18 */
+	EF_KF_TASKWORK,  /* the bpf_task_work_schedule_signal kfunc: 6.18 (_impl), 7.0 */
 	EF_KF_COUNT
 };
 struct ef_kfeature_info {

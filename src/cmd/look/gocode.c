@@ -60,7 +60,36 @@ struct uses {
 	struct set load;   /* MOVL/MOVQ/MOVLQSX x(RIP), r */
 	struct set cmp_m1; /* CMPL x(RIP), $-1 */
 	struct set xchg64; /* XCHGQ r, (r2) with r2 just loaded by LEAQ x(RIP), r2 */
+	struct set call00; /* CALL f with RAX and RBX just zeroed: f(nil, 0) (register ABI) */
 };
+
+/* The register an instruction zeroes (XOR r, r; MOV $0, r32), or -1. */
+static int zeroes(const struct ef_x86 *x)
+{
+	if (x->vex || x->map != 0)
+		return -1;
+	if ((x->op == 0x31 || x->op == 0x33) && x->modrm && x->mod == 3 && x->reg == x->rm)
+		return (int)x->rm;
+	if (x->op >= 0xb8 && x->op < 0xc0 && !x->o16 && x->imm == 0)
+		return (int)((x->op & 7) | (x->rexb ? 8 : 0));
+	return -1;
+}
+
+/* A register-to-register MOV: 0 with *dst and *src, or -1. */
+static int reg_move(const struct ef_x86 *x, int *dst, int *src)
+{
+	if (x->vex || x->map != 0 || !x->modrm || x->mod != 3)
+		return -1;
+	if (x->op == 0x89) {
+		*dst = (int)x->rm, *src = (int)x->reg;
+		return 0;
+	}
+	if (x->op == 0x8b) {
+		*dst = (int)x->reg, *src = (int)x->rm;
+		return 0;
+	}
+	return -1;
+}
 
 /* Instructions after which a register loaded by LEAQ still holds the address:
  * NOPs, register moves and zeroings, tests. *dst: the register they write, or
@@ -122,13 +151,31 @@ static int walk(const uint8_t *code, uint32_t size, uint64_t start, struct uses 
 			return -1; /* a branch into an instruction: the decode is wrong */
 
 	uint64_t holds[16];
-	int valid[16] = { 0 };
+	int valid[16] = { 0 }, zero[16] = { 0 };
 	memset(u, 0, sizeof(*u));
 	for (uint32_t at = 0; at < size; at += x.len) {
 		ef_x86_decode(code + at, size - at, start + at, &x);
-		if (BIT(target, at))
+		if (BIT(target, at)) {
 			memset(valid, 0, sizeof(valid));
-		int plain = x.map == 0 && !x.vex && !x.o16, dst;
+			memset(zero, 0, sizeof(zero));
+		}
+		int plain = x.map == 0 && !x.vex && !x.o16, dst, src;
+		/* Which registers hold 0: RAX and RBX are a call's first two
+		 * arguments. A call may write any register. */
+		if (plain && x.op == 0xe8) {
+			if (zero[0] && zero[3])
+				add(&u->call00, start + at + x.len + (uint64_t)x.imm);
+			memset(zero, 0, sizeof(zero));
+		} else if (zeroes(&x) >= 0) {
+			zero[zeroes(&x)] = 1;
+		} else if (reg_move(&x, &dst, &src) == 0) {
+			zero[dst] = zero[src];
+		} else if (keeps_addresses(&x, &dst)) {
+			if (dst >= 0)
+				zero[dst] = 0;
+		} else {
+			memset(zero, 0, sizeof(zero));
+		}
 		if (plain && x.rip) {
 			if (x.op == 0x8d && x.w)
 				add(&u->lea, x.target);
@@ -182,6 +229,24 @@ static int writable(const struct ef_load *loads, unsigned n, uint64_t a, uint64_
 
 enum { NETPOLLINIT, NETPOLL, FINDRUNNABLE, NFUNCS };
 
+/* Go 1.27's wake-up (netpoll_epoll.go, netpollPackData): the item's data is
+ * taggedPointerPack(nil, 0), which is 0, and netpoll takes an event whose
+ * pointer is nil for it. Its code: netpollinit calls runtime.taggedPointerPack
+ * with RAX and RBX zeroed, stores the one 64-bit variable it stores
+ * (netpollEventFd) without taking its address, and netpoll loads that
+ * variable without taking its address either. 0 and *wake, or -1. */
+static int nil_tag(const struct ef_file *e, const struct uses *u, uint64_t *wake)
+{
+	struct ef_go_func pack = { .name = "runtime.taggedPointerPack" };
+	const char *why;
+	if (only(&u[NETPOLLINIT].st64, NULL, wake) != 0 || has(&u[NETPOLLINIT].lea, *wake) ||
+	    !has(&u[NETPOLL].load, *wake) || has(&u[NETPOLL].lea, *wake) ||
+	    ef_go_pcln_find(e, &pack, 1, &why) != 0)
+		return -1;
+	uint64_t called;
+	return only(&u[NETPOLLINIT].call00, NULL, &called) == 0 && called == pack.start ? 0 : -1;
+}
+
 int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **why)
 {
 	struct ef_go_func f[NFUNCS] = {
@@ -213,10 +278,14 @@ int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **
 		*why = "runtime.epfd not found in runtime.netpollinit and runtime.netpoll";
 		goto out;
 	}
+	v->nil_tag = 0;
 	if (only(&u[NETPOLLINIT].lea, &u[NETPOLLINIT].st64, &wake_init) != 0 ||
 	    only(&u[NETPOLL].lea, &u[NETPOLL].load, &wake_poll) != 0 || wake_init != wake_poll) {
-		*why = "the wake-up variable not found in runtime.netpollinit and runtime.netpoll";
-		goto out;
+		if (nil_tag(e, u, &wake_init) != 0) {
+			*why = "the wake-up variable not found in runtime.netpollinit and runtime.netpoll";
+			goto out;
+		}
+		v->nil_tag = 1;
 	}
 	const struct set *x = &u[FINDRUNNABLE].xchg64;
 	if (x->full || x->n != 2 || (x->v[0] + 8 != x->v[1] && x->v[1] + 8 != x->v[0])) {

@@ -1,7 +1,7 @@
 /* The Go runtime's addresses read from its code, for a binary without
  * .symtab (`-ldflags='-s -w'`, strip): the functions are found by name in
  * .gopclntab (gopclntab.h), and their RIP-relative operands decoded
- * (x86.h). Each address must come out of the code of Go 1.20 to 1.26 in one
+ * (x86.h). Each address must come out of the code of Go 1.20 to 1.27 in one
  * way only, and agree between the two functions that use it:
  *
  * - runtime.epfd: the one variable runtime.netpoll compares with -1
@@ -10,7 +10,10 @@
  * - the wake-up variable (runtime.netpollEventFd, runtime.netpollBreakRd):
  *   the one address netpollinit both takes (`&netpollEventFd`, the epoll
  *   item's data) and stores to, and netpoll both takes (to compare an
- *   event's data with) and loads (to read the fd);
+ *   event's data with) and loads (to read the fd); or, from Go 1.27, whose
+ *   item's data is 0 (a nil tagged pointer), the one 64-bit variable
+ *   netpollinit stores, whose address neither function takes, after a call
+ *   taggedPointerPack(nil, 0) (gocode.c nil_tag);
  * - runtime.sched: findRunnable's 64-bit XCHGs through an address just taken
  *   (`sched.lastpoll.Swap(0)`, `sched.pollUntil.Store(...)`: Go's atomic
  *   swaps and stores) name exactly two words, 8 apart: sched+8 and sched+16.
@@ -27,6 +30,7 @@
 
 struct ef_go_vars {
 	uint64_t sched, epfd, wake; /* link-time addresses */
+	int nil_tag; /* the wake-up item's data is 0, not wake's address (Go 1.27) */
 };
 
 /* 0 and *v filled, or -1 with *why (a few static words). */

@@ -87,22 +87,70 @@ const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why)
 	return *img->says ? img->says : ef_go_why_text(why);
 }
 
-/* A stripped binary's addresses, from the code that uses them. */
-static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img, uint64_t *v)
+uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias)
 {
+	return img->nil_tag ? 0 : img->wake + bias;
+}
+
+/* Why a release is not served, in the refusal itself (goimage.h). */
+static enum ef_go_why unknown_release(struct ef_go_image *img)
+{
+	struct ef_buf says = EF_BUF(img->says);
+	if (img->minor < 0)
+		ef_fmt(&says, "%s (a development build, or one with GOEXPERIMENT, whose runtime may differ "
+			      "from its release's; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), EF_GO_SERVED);
+	else
+		ef_fmt(&says, "%s (Go 1.%d: before 1.20 the function table has another format and no "
+			      "runtime was checked; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor,
+		       EF_GO_SERVED);
+	return EF_GO_UNKNOWN_RELEASE;
+}
+
+/* The addresses from the runtime's code: a stripped binary's, or, from
+ * EF_GO_CODE_FROM on, any binary's, which .symtab (symtab: found) must then
+ * agree with. v: .symtab's, overwritten. */
+static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img, uint64_t *v, int symtab)
+{
+	static const char *const name[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd" };
 	struct ef_go_vars vars;
 	const char *why;
 	struct ef_buf says = EF_BUF(img->says);
+	int checks = img->minor >= EF_GO_CODE_FROM;
 	if (ef_go_code_vars(e, &vars, &why) != 0) {
-		ef_fmt(&says, "%s (%s)", ef_go_why_text(EF_GO_STRIPPED), why);
-		return EF_GO_STRIPPED;
+		if (!symtab || !checks) {
+			ef_fmt(&says, "%s (%s)", ef_go_why_text(EF_GO_STRIPPED), why);
+			return EF_GO_STRIPPED;
+		}
+		ef_fmt(&says, "%s (Go 1.%d: %s; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor, why,
+		       EF_GO_SERVED);
+		return EF_GO_UNKNOWN_RELEASE;
 	}
-	ef_fmt(&says, "%s", "stripped: runtime layout checked, addresses from .gopclntab and the "
-			    "runtime's code");
+	/* The wake-up item's data of the release: the variable's address up
+	 * to 1.26, 0 from 1.27 (goimage.h). */
+	if (vars.nil_tag != checks) {
+		ef_fmt(&says, "%s (Go 1.%d: its wake-up item's data %s; %s)",
+		       ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor,
+		       vars.nil_tag ? "is 0, as from Go 1.27" : "is an address, as before Go 1.27", EF_GO_SERVED);
+		return EF_GO_UNKNOWN_RELEASE;
+	}
+	uint64_t found[3] = { vars.sched, vars.epfd, vars.wake };
+	for (int i = 0; checks && symtab && i < 3; i++)
+		if (v[i] != found[i]) {
+			ef_fmt(&says, "%s (Go 1.%d: .symtab's %s is not the one the runtime's code uses; %s)",
+			       ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor, name[i], EF_GO_SERVED);
+			return EF_GO_UNKNOWN_RELEASE;
+		}
+	if (!symtab)
+		ef_fmt(&says, "%s", "stripped: runtime layout checked, addresses from .gopclntab and the "
+				    "runtime's code");
+	else if (checks)
+		ef_fmt(&says, "%s", "runtime layout checked: the runtime's code agrees with .symtab");
 	img->from_code = 1;
+	img->nil_tag = vars.nil_tag;
 	v[0] = vars.sched;
 	v[1] = vars.epfd;
 	/* The wake-up variable of the release: an eventfd from 1.23 (goimage.h). */
+	v[2] = v[3] = 0;
 	v[img->minor >= 23 ? 2 : 3] = vars.wake;
 	return EF_GO_OK;
 }
@@ -123,10 +171,11 @@ enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
 	if (build_version(&e, img->version, sizeof(img->version)) != 0)
 		return EF_GO_NO_VERSION;
 	img->minor = release_minor(img->version);
-	if (img->minor < EF_GO_MINOR_MIN || img->minor > EF_GO_MINOR_MAX)
-		return EF_GO_UNKNOWN_RELEASE;
-	if (code || ef_file_symbols(&e, names, v, 4) < 0) {
-		enum ef_go_why why = from_code(&e, img, v);
+	if (img->minor < EF_GO_MINOR_MIN)
+		return unknown_release(img);
+	int symtab = ef_file_symbols(&e, names, v, 4) >= 0;
+	if (code || !symtab || img->minor >= EF_GO_CODE_FROM) {
+		enum ef_go_why why = from_code(&e, img, v, symtab && !code);
 		if (why != EF_GO_OK)
 			return why;
 	}
@@ -167,10 +216,10 @@ int ef_go_image_main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", argv[1 + code], ef_go_image_says(&img, why));
 		return 1;
 	}
-	printf("%s %s sched=%#llx epfd=%#llx %s=%#llx\n", img.version,
+	printf("%s %s sched=%#llx epfd=%#llx %s=%#llx%s\n", img.version,
 	       img.from_code ? "code" : "symtab", (unsigned long long)img.sched,
 	       (unsigned long long)img.epfd, img.wake_eventfd ? "netpollEventFd" : "netpollBreakRd",
-	       (unsigned long long)img.wake);
+	       (unsigned long long)img.wake, img.nil_tag ? " tag=0" : "");
 	return 0;
 }
 

@@ -11,16 +11,27 @@
 #include <stdint.h>
 
 /* The releases whose runtime sources were read (doc/go.md: 1.20.14, 1.21.0,
- * 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8; the tests build with 1.20, 1.22
- * and 1.26): sched.lastpoll at offset 8 and sched.pollUntil at 16 of
- * runtime.schedt, the netpoller's epoll_pwait(runtime.epfd, ..., 1, NULL) for
- * a delay under 1 ms, and the wake-up item's data the address of
- * runtime.netpollBreakRd (a pipe: up to 1.22) or runtime.netpollEventFd (an
- * eventfd: 1.23 on), registered EPOLLIN. */
+ * 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8, 1.27.3; the tests build with 1.20,
+ * 1.22, 1.26 and 1.27): sched.lastpoll at offset 8 and sched.pollUntil at 16
+ * of runtime.schedt, the netpoller's epoll_pwait(runtime.epfd, ..., 1, NULL)
+ * for a delay under 1 ms, and the wake-up item, registered EPOLLIN, whose
+ * data is the address of runtime.netpollBreakRd (a pipe: up to 1.22) or
+ * runtime.netpollEventFd (an eventfd: 1.23 to 1.26), or 0 (1.27: a nil
+ * tagged pointer; the variable is still netpollEventFd).
+ *
+ * From EF_GO_CODE_FROM on, whatever the release, the layout is taken from the
+ * runtime's code (gocode.h) even when .symtab is there, and .symtab must
+ * agree with it: a later release is served when its code reads as one of
+ * these, and refused, saying what did not, when it does not. Before 1.20 the
+ * function table has another format (magic 0xfffffff0) and no runtime was
+ * read. */
 #define EF_GO_MINOR_MIN 20
-#define EF_GO_MINOR_MAX 26
+#define EF_GO_MINOR_READ 27 /* the newest release read */
+#define EF_GO_CODE_FROM 27
 #define EF_GO_SCHED_LASTPOLL 8
 #define EF_GO_SCHED_POLLUNTIL 16
+/* What the refusals name. */
+#define EF_GO_SERVED "served: Go 1.20 to 1.27, and later releases whose runtime code reads as 1.27's"
 
 enum ef_go_why {
 	EF_GO_OK,
@@ -41,9 +52,14 @@ struct ef_go_image {
 	uint64_t first_offset;
 	uint64_t sched, epfd, wake; /* link-time addresses */
 	int wake_eventfd;      /* wake is runtime.netpollEventFd */
-	int from_code;         /* stripped: the addresses were read from the code */
-	char says[192];        /* why, in a few words (ef_go_image_says) */
+	int nil_tag;           /* the wake-up item's data is 0 (1.27), not wake's address */
+	int from_code;         /* the addresses were read from the code (stripped, or 1.27 on) */
+	char says[320];        /* why, in a few words (ef_go_image_says) */
 };
+
+/* The data of the runtime's wake-up item in the epoll set of a process
+ * running img at bias. */
+uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded). EF_GO_OK, or why the supervisor cannot act on it;

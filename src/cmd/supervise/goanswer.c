@@ -293,11 +293,13 @@ static struct proc *process_of(pid_t tid)
 
 /* ---- Arming ------------------------------------------------------------------ */
 
-/* 1 when the epoll file has an item registered EPOLLIN with data tag: the
- * runtime's own wake-up (fdinfo: "tfd: N events: E data: D ..."; epoll_ctl
- * adds EPOLLERR and EPOLLHUP to every item's events); 0 when it has none;
- * -1 when its fdinfo cannot be opened (no fd left). */
-static int has_tag(int dup, uint64_t tag)
+/* 1 when the epoll file has the item of fd wakefd registered EPOLLIN with
+ * data tag: the runtime's own wake-up (fdinfo: "tfd: N events: E data: D
+ * ..."; epoll_ctl adds EPOLLERR and EPOLLHUP to every item's events); 0 when
+ * it has none; -1 when its fdinfo cannot be opened (no fd left). The fd, read
+ * from the runtime's variable, and the data, the release's (goimage.h), must
+ * agree: from Go 1.27 the data is 0, which alone names nothing. */
+static int has_tag(int dup, uint64_t tag, int64_t wakefd)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", dup);
@@ -314,9 +316,11 @@ static int has_tag(int dup, uint64_t tag)
 		while (!found && (end = strchr(line, '\n'))) {
 			unsigned events;
 			unsigned long long data;
+			long long tfd;
 			*end = '\0';
-			if (sscanf(line, "tfd: %*d events: %x data: %llx", &events, &data) == 2 &&
-			    data == tag && (events & ~(unsigned)(EPOLLERR | EPOLLHUP)) == EPOLLIN)
+			if (sscanf(line, "tfd: %lld events: %x data: %llx", &tfd, &events, &data) == 3 &&
+			    tfd == wakefd && data == tag &&
+			    (events & ~(unsigned)(EPOLLERR | EPOLLHUP)) == EPOLLIN)
 				found = 1;
 			line = end + 1;
 		}
@@ -350,13 +354,20 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 		drop_instance(&p->inst[0]);
 		freei = &p->inst[0];
 	}
-	uint64_t tag = p->img.wake + p->bias;
+	uint64_t tag = ef_go_wake_tag(&p->img, p->bias);
+	int64_t wakefd;
+	struct iovec local = { &wakefd, sizeof(wakefd) };
+	struct iovec remote = { (void *)(uintptr_t)(p->img.wake + p->bias), sizeof(wakefd) };
+	if (process_vm_readv(p->tgid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(wakefd)) {
+		*why = EF_GC_UNREADABLE;
+		return NULL;
+	}
 	int dup = (int)syscall(SYS_pidfd_getfd, p->pidfd, fd, 0);
 	if (dup < 0) {
 		*why = errno == EMFILE || errno == ENFILE ? EF_GC_NO_FD : EF_GC_UNREADABLE;
 		return NULL;
 	}
-	int tagged = has_tag(dup, tag);
+	int tagged = has_tag(dup, tag, wakefd);
 	if (tagged != 1) {
 		close(dup);
 		*why = tagged < 0 ? EF_GC_NO_FD : EF_GC_NO_TAG;
