@@ -16,7 +16,8 @@
  * preempted for 50 us does, is an exact poll, which needs no epoll_pwait2);
  * a filter the library missed kills the process instead (SIGSYS). The line
  * "ef-dl-filter: the filter is in force" on stderr parts the library's debug
- * lines of the waits before it from those after. */
+ * lines of the waits before it from those after, and "ef-dl-filter: the waits
+ * counted are over" ends those counted in after_exact. */
 #include "seccomp_filter.h"
 
 #include <dlfcn.h>
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "ef-dl-filter: the filter is in force\n");
 	waits(ep, n);
 	uint64_t after = exact() - before;
+	fprintf(stderr, "ef-dl-filter: the waits counted are over\n");
 	struct epoll_event out[4];
 	if (write(fds[1], "x", 1) != 1)
 		return 1;

@@ -115,11 +115,11 @@ Test(totals, pwait2_line_says_why)
 	b = (struct ef_buf)EF_BUF(text);
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_NO, EF_WHY_COUNT_UNREAD_ERRNO(ENOENT), &b)->p,
 			 "unavailable (loaded with dlopen, it cannot see seccomp filters in "
-			 "/proc/thread-self/status (No such file or directory))");
+			 "/proc/self/status (No such file or directory))");
 	b = (struct ef_buf)EF_BUF(text);
 	cr_assert_str_eq(ef_pwait2_line(EF_PW2_NO, EF_WHY_COUNT_UNREAD, &b)->p,
 			 "unavailable (loaded with dlopen, it cannot see seccomp filters in "
-			 "/proc/thread-self/status (no filter count))");
+			 "/proc/self/status (no filter count))");
 }
 
 static void name_x(const void *ra, const void *ctx, struct ef_buf *w)
