@@ -63,7 +63,8 @@ struct ef_go_image {
 uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 
 /* What one executable's reading may cost at most. A real Go binary's costs a
- * few MiB and milliseconds (100 MB of Go: under 30 MiB and 100 ms here); a
+ * few MiB and milliseconds (Go 1.26's own 26 MB compiler: 1.9 MiB and 3 ms
+ * from .symtab, 4.7 MiB and 7 ms from its code, here); a
  * forged one (a sparse file of gigabytes, a table as large as the file)
  * would otherwise hold its reader, the agent that serves every other
  * program, for as long as it reads. */

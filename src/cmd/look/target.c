@@ -41,8 +41,8 @@ void ef_budget_init(struct ef_budget *b, uint64_t bytes, unsigned ms, int (*stop
 }
 
 /* Every read of the file goes through here: charged to its budget, if any.
- * Reads are of a window (8 KiB) or less, so the deadline and the stop are
- * looked at often enough. */
+ * Reads are small (a window of 8 KiB, a function's code of at most 64 KiB),
+ * so the deadline and the stop are looked at often enough. */
 static int file_read(const struct ef_file *e, void *buf, size_t n, uint64_t off)
 {
 	struct ef_budget *b = e->budget;
