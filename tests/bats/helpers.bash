@@ -198,3 +198,13 @@ prog() {
 	[ -x "$p" ] || skip_missing "no $1 $2 $3 (tests/progs/go/build: offline, or no go)"
 	echo "$p"
 }
+
+# forge_go KIND ARG DIR: a copy of the static phases program in DIR, forged by
+# tests/progs/forge_go.py (KIND ARG: a reading as costly as a user can make
+# it, or another release), as $forged; it still runs.
+forge_go() {
+	mkdir -p "$3"
+	forged=$3/forged-$1
+	python3 "$PROGS_SRC/forge_go.py" "$1" "$(prog local static phases)" "$forged" "$2" ||
+		fail "forge_go.py $1 failed"
+}

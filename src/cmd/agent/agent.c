@@ -40,13 +40,37 @@
 #include "publish.h"
 
 #define EXIT_USAGE 2
+#define EXIT_NO_PROCESS 3 /* as `epollfix status PID` */
+#define EXIT_NOT_SERVED 4 /* attach: the process cannot be served, and why */
 #define RESCAN_SECONDS 2 /* execs are followed at once; this finds the rest */
+/* Executables read: their verdicts kept by file, and one that failed (or
+ * changed since) read again RETRY_SECONDS after its last reading at the
+ * soonest: a process the agent cannot serve costs one reading of its file a
+ * minute at most, however often it is scanned and however its owner touches
+ * the file. */
+#define EXES 512
+#define RETRY_SECONDS 60
+/* The readings of new executables one scan, or one batch of execs, may
+ * start: past this, the rest wait for the next. With each reading bounded
+ * (EF_GO_READ_MS), an exec waits for at most about a second of other
+ * readings, whatever files the machine's users make. */
+#define SLICE_MS 500
 
 /* A process looked at and not attached (not Go, not chosen, refused): not
  * read again while it is the same process running the same image. */
 struct seen {
 	uint32_t pid;
 	uint64_t start, gen;
+	uint64_t until; /* s (CLOCK_MONOTONIC) it holds until; 0: for good */
+};
+
+struct exe {
+	dev_t dev;
+	ino_t ino;
+	struct timespec ctime;
+	uint64_t read_at; /* CLOCK_MONOTONIC, s: 0 for a free slot */
+	enum ef_go_why why;
+	struct ef_go_image img;
 };
 
 static struct {
@@ -59,7 +83,71 @@ static struct {
 	struct seen *seen, *next;
 	size_t nseen, nnext, capseen, capnext;
 	uint64_t attached;       /* processes attached, over the run */
+	struct exe *exes;        /* EXES of them, or NULL: every look reads */
+	uint64_t slice_end;      /* ms: no new reading after it in this batch */
+	uint64_t until;          /* the last verdict of look_at holds until (0: for good) */
+	int exec_seen;           /* attach: the process exec'd, in the last batch */
+	char why[4 * PATH_MAX + 512]; /* attach: the last look's verdict, for its line */
 } A;
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* SIGINT, SIGTERM or SIGHUP is pending (they are blocked, and read from a
+ * signalfd): a reading in progress stops, and a scan, so that the agent
+ * acts on it within a reading's stop. */
+static int stopping(void)
+{
+	sigset_t p;
+	return sigpending(&p) == 0 &&
+	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
+		sigismember(&p, SIGHUP) == 1);
+}
+
+/* What the executable open at fd says: kept from an earlier reading of the
+ * same file (device, inode, change time), read now, or NULL when it may not
+ * be read yet (its back-off, or this batch's slice is spent). */
+static const struct exe *exe_verdict(int fd, const struct stat *st)
+{
+	static struct exe one;
+	uint64_t now = now_ms() / 1000 + 1, oldest = UINT64_MAX;
+	struct exe *e = NULL;
+
+	for (size_t i = 0; A.exes && i < EXES; i++) {
+		struct exe *x = &A.exes[i];
+		if (x->read_at && x->dev == st->st_dev && x->ino == st->st_ino) {
+			e = x;
+			break;
+		}
+		if (x->read_at < oldest)
+			oldest = x->read_at, e = x; /* the slot to reuse: free, or the oldest */
+	}
+	int same = e && e->read_at && e->dev == st->st_dev && e->ino == st->st_ino;
+	if (same) {
+		int unchanged = e->ctime.tv_sec == st->st_ctim.tv_sec &&
+				e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+		if (unchanged && e->why != EF_GO_TOO_COSTLY)
+			return e;
+		if ((e->why != EF_GO_OK || !unchanged) && now - e->read_at < RETRY_SECONDS)
+			return unchanged ? e : NULL;
+	}
+	if (now_ms() > A.slice_end || stopping())
+		return NULL;
+	if (!e)
+		e = &one; /* no table: read each time */
+	e->why = ef_go_image_read_until(fd, &e->img, stopping);
+	if (e->why == EF_GO_TOO_COSTLY && stopping())
+		return NULL; /* stopped, not judged */
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->ctime = st->st_ctim;
+	e->read_at = now;
+	return e;
+}
 
 static void usage(FILE *out)
 {
@@ -73,6 +161,8 @@ static void usage(FILE *out)
 		"running process (attach, in the foreground). Needs root. SIGINT or SIGTERM\n"
 		"detaches and leaves every program as it was; SIGUSR1 writes the counters;\n"
 		"`epollfix status` shows the processes served (/run/epollfix/agent.PID).\n"
+		"attach exits 3 when there is no process PID, 4 when it cannot be served (why\n"
+		"on stderr); it waits only where the process's exec may change that.\n"
 		"A Go program is served when any option chooses it:\n"
 		"  --all           every Go program\n"
 		"  --path=PREFIX   those whose executable's path starts with PREFIX (the file\n"
@@ -103,48 +193,79 @@ static int chosen(uint32_t pid, const char *path)
 }
 
 /* Reads the process and attaches it when it is a Go program of a known
- * layout. 1 attached, 0 not (a verdict for this image), -1 try again. */
+ * layout. 1 attached, 0 not (a verdict for this image), -1 try again. The
+ * verdict's words, for attach, in A.why. */
 static int look_at(uint32_t pid, uint64_t gen)
 {
 	char link[64], path[PATH_MAX];
+	struct ef_buf why = EF_BUF(A.why);
+	A.until = 0;
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
 	ssize_t n = readlink(link, path, sizeof(path) - 1);
-	if (n <= 0)
-		return 0; /* a kernel thread, or gone */
+	if (n <= 0) {
+		if (errno == ENOENT)
+			ef_fmt(&why, "pid %u: no executable: a kernel thread, or gone", pid);
+		else
+			ef_fmt(&why, "pid %u: its executable cannot be read: %s", pid, strerror(errno));
+		return 0;
+	}
 	path[n] = '\0';
 	if (!chosen(pid, path))
 		return 0;
-	int fd = open(link, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	struct ef_go_image img;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	enum ef_go_why why = ef_go_image_read(fd, &img);
-	close(fd);
-	if (why == EF_GO_NOT_GO || why == EF_GO_NOT_ELF)
-		return 0;
-	uint64_t bias = 0;
-	if (why == EF_GO_OK && img.pie && ef_go_load_bias(pid, (uint64_t)st.st_ino, &img, &bias) != 0)
-		return -1; /* in the middle of an exec: its segments not all mapped */
 	/* The path is the process's own choice: escaped, it forges no log line. */
 	char shown[4 * PATH_MAX];
 	struct ef_buf sb = EF_BUF(shown);
 	ef_esc(&sb, path, 0);
-	if (why != EF_GO_OK) {
-		if (A.verbose)
-			fprintf(stderr, "epollfix agent: pid %u (%s, %s): not attached: %s\n", pid, shown,
-				*img.version ? img.version : "Go", ef_go_image_says(&img, why));
+	int fd = open(link, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		ef_fmt(&why, "pid %u (%s): its executable cannot be read: %s", pid, shown,
+		       strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	const struct exe *x = exe_verdict(fd, &st);
+	close(fd);
+	if (!x) {
+		ef_fmt(&why, "pid %u (%s): its executable is read again later (a reading that failed is "
+			     "tried again %d s after)",
+		       pid, shown, RETRY_SECONDS);
+		return -1;
+	}
+	const struct ef_go_image *img = &x->img;
+	if (x->why == EF_GO_NOT_GO || x->why == EF_GO_NOT_ELF) {
+		ef_fmt(&why, "pid %u (%s): not attached: %s", pid, shown, ef_go_why_text(x->why));
 		return 0;
 	}
-	int r = ef_abpf_attach(A.bpf, pid, gen, ef_look_start(pid), img.sched + bias, img.epfd + bias);
-	if (r != 0)
+	uint64_t bias = 0;
+	if (x->why == EF_GO_OK && img->pie &&
+	    ef_go_load_bias(pid, (uint64_t)st.st_ino, img, &bias) != 0) {
+		/* In the middle of an exec (its segments not all mapped), or a
+		 * program that unmapped its first: the file is not read again. */
+		ef_fmt(&why, "pid %u (%s, %s): not attached (yet): its first segment is not mapped",
+		       pid, shown, img->version);
 		return -1;
+	}
+	if (x->why != EF_GO_OK) {
+		ef_fmt(&why, "pid %u (%s, %s): not attached: %s", pid, shown,
+		       *img->version ? img->version : "Go", ef_go_image_says(img, x->why));
+		if (A.verbose && !A.only)
+			fprintf(stderr, "epollfix agent: %s\n", A.why);
+		/* Too costly to read: the verdict holds until the file's back-off ends. */
+		A.until = x->why == EF_GO_TOO_COSTLY ? x->read_at + RETRY_SECONDS : 0;
+		return 0;
+	}
+	int r = ef_abpf_attach(A.bpf, pid, gen, ef_look_start(pid), img->sched + bias,
+			       img->epfd + bias);
+	if (r != 0) {
+		ef_fmt(&why, "pid %u (%s, %s): not attached (yet): the kernel's map refused it (full?)",
+		       pid, shown, img->version);
+		return -1;
+	}
 	A.attached++;
 	if (A.verbose)
-		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, shown, img.version);
+		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, shown, img->version);
 	return 1;
 }
 
@@ -154,7 +275,7 @@ static int by_pid(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void remember(uint32_t pid, uint64_t start, uint64_t gen)
+static void remember(uint32_t pid, uint64_t start, uint64_t gen, uint64_t until)
 {
 	if (A.nnext == A.capnext) {
 		size_t cap = A.capnext ? 2 * A.capnext : 1024;
@@ -163,37 +284,40 @@ static void remember(uint32_t pid, uint64_t start, uint64_t gen)
 			return; /* looked at again next time: slower, not wrong */
 		A.next = s, A.capnext = cap;
 	}
-	A.next[A.nnext++] = (struct seen){ pid, start, gen };
+	A.next[A.nnext++] = (struct seen){ pid, start, gen, until };
 }
 
 /* One process, in a scan: skipped when it is what it was when last found
- * not to be for us. */
-static void scan_one(uint32_t pid)
+ * not to be for us; late, past the scan's slice, not looked at (the next
+ * scan does). */
+static void scan_one(uint32_t pid, int late)
 {
 	if (pid == (uint32_t)getpid() || ef_abpf_attached(A.bpf, pid))
 		return;
 	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = ef_look_start(pid);
-	struct seen key = { pid, 0, 0 };
+	struct seen key = { pid, 0, 0, 0 };
 	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
-	if (s && s->start == start && s->gen == gen) {
-		remember(pid, start, gen);
+	if (s && s->start == start && s->gen == gen && (!s->until || now_ms() / 1000 < s->until)) {
+		remember(pid, start, gen, s->until);
 		return;
 	}
-	if (look_at(pid, gen) == 0)
-		remember(pid, start, gen);
+	if (!late && look_at(pid, gen) == 0)
+		remember(pid, start, gen, A.until);
 }
 
 static void scan(void)
 {
 	A.nnext = 0;
+	A.slice_end = now_ms() + SLICE_MS;
 	if (A.only) {
-		scan_one((uint32_t)A.only);
+		scan_one((uint32_t)A.only, 0);
 	} else {
 		DIR *d = opendir("/proc");
 		struct dirent *de;
 		while (d && (de = readdir(d)))
 			if (ef_proc_is_pid(de->d_name))
-				scan_one((uint32_t)strtoul(de->d_name, NULL, 10));
+				scan_one((uint32_t)strtoul(de->d_name, NULL, 10),
+					 stopping() || now_ms() > A.slice_end);
 		if (d)
 			closedir(d);
 	}
@@ -213,14 +337,16 @@ static void scan(void)
 static void on_exec(uint32_t tgid, void *arg)
 {
 	(void)arg;
-	if (A.only && tgid != (uint32_t)A.only)
+	if (A.only) { /* attach_look's, after the batch */
+		A.exec_seen |= tgid == (uint32_t)A.only;
 		return;
+	}
 	if (ef_abpf_attached(A.bpf, tgid))
 		return;
 	uint64_t gen = ef_abpf_generation(A.bpf, tgid), start = ef_look_start(tgid);
 	if (look_at(tgid, gen) != 0)
 		return;
-	struct seen key = { tgid, start, gen };
+	struct seen key = { tgid, start, gen, A.until };
 	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
 	if (s) {
 		*s = key; /* the same pid: the order holds */
@@ -232,6 +358,59 @@ static void on_exec(uint32_t tgid, void *arg)
 		A.seen[at] = key;
 		A.nseen++;
 	} /* else looked at again by the next scan: said twice, not wrong */
+}
+
+/* The execs the kernel queued, each read within this batch's slice. */
+static void execs(void)
+{
+	A.slice_end = now_ms() + SLICE_MS;
+	ef_abpf_events(A.bpf, on_exec, NULL);
+}
+
+/* attach: whether a later exec could change a verdict on the process: it
+ * runs its parent's executable, a fork that has not exec'd yet (`prog &
+ * epollfix attach $!` may find the shell's child before its exec). */
+static int runs_parents_image(long pid)
+{
+	char pp[32], a[64], b[64];
+	struct ef_proc_field f;
+	struct stat x, y;
+	ef_proc_field_init(&f, "PPid", pp, sizeof(pp));
+	if (ef_proc_fields_via(syscall, pid, "status", &f, 1) != 0 || atol(pp) <= 0)
+		return 0;
+	snprintf(a, sizeof(a), "/proc/%ld/exe", pid);
+	snprintf(b, sizeof(b), "/proc/%ld/exe", atol(pp));
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* attach: looks at the process (at start, at its execs, at each scan) unless
+ * it is attached, and says each new verdict once. 0 to go on waiting or
+ * serving; EXIT_NOT_SERVED when its image cannot be served and only its
+ * exec could change that, which a fork's own image alone is waiting for. */
+static int attach_look(void)
+{
+	static char said[sizeof(A.why)];
+	uint32_t pid = (uint32_t)A.only;
+	if (ef_abpf_attached(A.bpf, pid))
+		return 0;
+	A.slice_end = now_ms() + SLICE_MS;
+	*A.why = '\0';
+	int r = look_at(pid, ef_abpf_generation(A.bpf, pid));
+	if (r == 1) {
+		*said = '\0';
+		return 0;
+	}
+	int fork = r == 0 && runs_parents_image(A.only);
+	if (r == 0 && !fork) {
+		fprintf(stderr, "epollfix attach: %s\n", A.why);
+		return EXIT_NOT_SERVED;
+	}
+	if (strcmp(said, A.why) != 0)
+		fprintf(stderr, "epollfix attach: %s; %s\n", A.why,
+			fork ? "it runs its parent's executable, not exec'd yet: waiting for its exec"
+			     : "looked at again at its next exec and every 2 s");
+	memcpy(said, A.why, sizeof(said));
+	return 0;
 }
 
 static void report_process(uint32_t tgid, const struct ef_bpf_proc *p, void *arg)
@@ -346,6 +525,14 @@ static int run(void)
 		fprintf(stderr, "epollfix agent: needs root (see epollfix agent --check)\n");
 		return 1;
 	}
+	int pfd = A.only ? (int)syscall(SYS_pidfd_open, (pid_t)A.only, 0) : -1;
+	if (A.only && pfd < 0) {
+		if (errno == ESRCH)
+			fprintf(stderr, "epollfix attach: no process %ld\n", A.only);
+		else
+			fprintf(stderr, "epollfix attach: pid %ld: %s\n", A.only, strerror(errno));
+		return errno == ESRCH ? EXIT_NO_PROCESS : 1;
+	}
 	int has[EF_KF_COUNT];
 	ef_abpf_probe(has);
 	A.mech = ef_abpf_choose(A.want, has);
@@ -373,13 +560,10 @@ static int run(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	int pfd = A.only ? (int)syscall(SYS_pidfd_open, (pid_t)A.only, 0) : -1;
 	/* Each second the state file; every RESCAN_SECONDS a scan. */
 	struct itimerspec every = { { 1, 0 }, { 1, 0 } };
-	if (ep < 0 || sfd < 0 || tfd < 0 || (A.only && pfd < 0) ||
-	    timerfd_settime(tfd, 0, &every, NULL) != 0) {
-		fprintf(stderr, "epollfix agent: %s%s\n", A.only && pfd < 0 ? "pid: " : "",
-			strerror(errno));
+	if (ep < 0 || sfd < 0 || tfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0) {
+		fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
 		ef_abpf_close(A.bpf);
 		return 1;
 	}
@@ -389,14 +573,12 @@ static int run(void)
 		if (fds[i] >= 0)
 			epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
 	}
+	A.exes = calloc(EXES, sizeof(*A.exes)); /* NULL: read at every look */
 	ef_publish_open();
-	scan();
+	if (!A.only)
+		scan();
+	int status = A.only ? attach_look() : 0, done = status != 0;
 	ef_publish(A.bpf);
-	if (A.only && !ef_abpf_attached(A.bpf, (uint32_t)A.only))
-		fprintf(stderr, "epollfix attach: pid %ld: not attached (yet): looked at again at "
-				"its next exec and every %d s\n",
-			A.only, RESCAN_SECONDS);
-	int done = 0;
 	uint64_t seconds = 0;
 	while (!done) {
 		struct epoll_event ev[5];
@@ -417,20 +599,34 @@ static int run(void)
 				/* The execs of the last second the kernel queued
 				 * without waking the agent (within 100 ms of one
 				 * that woke it), then the rest a scan finds. */
-				ef_abpf_events(A.bpf, on_exec, NULL);
-				if ((seconds += ticks) >= RESCAN_SECONDS)
-					seconds = 0, scan();
+				execs();
+				if ((seconds += ticks) >= RESCAN_SECONDS) {
+					seconds = 0;
+					if (A.only)
+						A.exec_seen = 1; /* looked at again */
+					else
+						scan();
+				}
 				ef_publish(A.bpf);
 			} else if (fd == pfd) {
 				done = 1; /* the process attached to is gone */
+				if (!A.attached) {
+					fprintf(stderr, "epollfix attach: pid %ld ended, never served\n", A.only);
+					status = EXIT_NOT_SERVED;
+				}
 			} else if (A.sig && fd == ef_asig_fd(A.sig)) {
 				ef_asig_due(A.sig);
 			} else {
-				ef_abpf_events(A.bpf, on_exec, NULL);
+				execs();
 			}
 		}
+		if (A.exec_seen && !done) {
+			A.exec_seen = 0;
+			done = (status = attach_look()) != 0;
+		}
 	}
-	report(stderr);
+	if (!status)
+		report(stderr);
 	ef_publish_close();
 	/* Detaching is closing: the kernel cancels the timers and the task work
 	 * still pending, and nothing is left in any program. */
@@ -438,7 +634,8 @@ static int run(void)
 	ef_abpf_close(A.bpf);
 	free(A.seen);
 	free(A.next);
-	return 0;
+	free(A.exes);
+	return status;
 }
 
 int ef_agent_main(int argc, char **argv)

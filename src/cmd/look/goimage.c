@@ -23,6 +23,7 @@ const char *ef_go_why_text(enum ef_go_why why)
 		[EF_GO_NO_VERSION] = "no readable Go build information",
 		[EF_GO_UNKNOWN_RELEASE] = "runtime layout unknown for this release",
 		[EF_GO_NO_SYMBOLS] = "runtime symbols missing from .symtab",
+		[EF_GO_TOO_COSTLY] = "too costly to read (over 256 MiB or 500 ms: a forged file)",
 	};
 	return why < EF_GO_WHY_COUNT ? text[why] : "?";
 }
@@ -155,31 +156,27 @@ static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img
 	return EF_GO_OK;
 }
 
-enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
+/* What the file says: read_bounded counts what it costs. */
+static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *img, int code)
 {
-	struct ef_file e;
 	static const char *const names[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd",
 					     "runtime.netpollBreakRd" };
 	uint64_t v[4] = { 0 };
-
-	memset(img, 0, sizeof(*img));
-	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
-		return EF_GO_NOT_ELF;
 	uint64_t off, addr, size;
-	if (ef_file_section(&e, ".go.buildinfo", &off, &addr, &size) != 0)
+	if (ef_file_section(e, ".go.buildinfo", &off, &addr, &size) != 0)
 		return EF_GO_NOT_GO;
-	if (build_version(&e, img->version, sizeof(img->version)) != 0)
+	if (build_version(e, img->version, sizeof(img->version)) != 0)
 		return EF_GO_NO_VERSION;
 	img->minor = release_minor(img->version);
 	if (img->minor < EF_GO_MINOR_MIN)
 		return unknown_release(img);
-	int symtab = ef_file_symbols(&e, names, v, 4) >= 0;
+	int symtab = ef_file_symbols(e, names, v, 4) >= 0;
 	if (code || !symtab || img->minor >= EF_GO_CODE_FROM) {
-		enum ef_go_why why = from_code(&e, img, v, symtab && !code);
+		enum ef_go_why why = from_code(e, img, v, symtab && !code);
 		if (why != EF_GO_OK)
 			return why;
 	}
-	img->pie = e.type == ET_DYN;
+	img->pie = e->type == ET_DYN;
 	img->sched = v[0];
 	img->epfd = v[1];
 	/* The wake-up variable the release has: an eventfd replaced the pipe
@@ -187,9 +184,37 @@ enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
 	img->wake_eventfd = v[2] != 0;
 	img->wake = img->wake_eventfd ? v[2] : v[3];
 	if (!img->sched || !img->epfd || !img->wake ||
-	    ef_file_first_load(&e, &img->first_vaddr, &img->first_offset) != 0)
+	    ef_file_first_load(e, &img->first_vaddr, &img->first_offset) != 0)
 		return EF_GO_NO_SYMBOLS;
 	return EF_GO_OK;
+}
+
+static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, int (*stop)(void))
+{
+	struct ef_file e;
+	struct ef_budget b;
+
+	memset(img, 0, sizeof(*img));
+	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
+		return EF_GO_NOT_ELF;
+	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_MS, stop);
+	e.budget = &b;
+	enum ef_go_why why = read_image(&e, img, code);
+	if (b.spent) { /* whatever it found before: not read whole */
+		*img->says = '\0';
+		return EF_GO_TOO_COSTLY;
+	}
+	return why;
+}
+
+enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
+{
+	return read_bounded(fd, img, code, NULL);
+}
+
+enum ef_go_why ef_go_image_read_until(int fd, struct ef_go_image *img, int (*stop)(void))
+{
+	return read_bounded(fd, img, 0, stop);
 }
 
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elfrule.h"
@@ -24,6 +25,36 @@
 static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
 	return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void ef_budget_init(struct ef_budget *b, uint64_t bytes, unsigned ms, int (*stop)(void))
+{
+	*b = (struct ef_budget){ .bytes = bytes, .deadline_ns = now_ns() + (uint64_t)ms * 1000000u,
+				 .stop = stop };
+}
+
+/* Every read of the file goes through here: charged to its budget, if any.
+ * Reads are small (a window of 8 KiB, a function's code of at most 64 KiB),
+ * so the deadline and the stop are looked at often enough. */
+static int file_read(const struct ef_file *e, void *buf, size_t n, uint64_t off)
+{
+	struct ef_budget *b = e->budget;
+	if (b) {
+		if (b->spent || n > b->bytes || (b->deadline_ns && now_ns() > b->deadline_ns) ||
+		    (b->stop && b->stop())) {
+			b->spent = 1;
+			return -1;
+		}
+		b->bytes -= n;
+	}
+	return read_at(e->fd, buf, n, off);
 }
 
 int ef_file_open(int fd, struct ef_file *e)
@@ -75,9 +106,9 @@ int ef_file_open(int fd, struct ef_file *e)
 static int phdr(const struct ef_file *e, unsigned i, Elf64_Phdr *p)
 {
 	if (e->is64)
-		return read_at(e->fd, p, sizeof(*p), e->phoff + (uint64_t)i * e->phentsize);
+		return file_read(e, p, sizeof(*p), e->phoff + (uint64_t)i * e->phentsize);
 	Elf32_Phdr q;
-	if (read_at(e->fd, &q, sizeof(q), e->phoff + (uint64_t)i * e->phentsize) != 0)
+	if (file_read(e, &q, sizeof(q), e->phoff + (uint64_t)i * e->phentsize) != 0)
 		return -1;
 	*p = (Elf64_Phdr){ .p_type = q.p_type, .p_flags = q.p_flags, .p_offset = q.p_offset,
 			   .p_vaddr = q.p_vaddr, .p_filesz = q.p_filesz, .p_memsz = q.p_memsz };
@@ -96,9 +127,9 @@ int ef_file_interp(const struct ef_file *e)
 static int shdr(const struct ef_file *e, unsigned i, Elf64_Shdr *s)
 {
 	if (e->is64)
-		return read_at(e->fd, s, sizeof(*s), e->shoff + (uint64_t)i * e->shentsize);
+		return file_read(e, s, sizeof(*s), e->shoff + (uint64_t)i * e->shentsize);
 	Elf32_Shdr q;
-	if (read_at(e->fd, &q, sizeof(q), e->shoff + (uint64_t)i * e->shentsize) != 0)
+	if (file_read(e, &q, sizeof(q), e->shoff + (uint64_t)i * e->shentsize) != 0)
 		return -1;
 	*s = (Elf64_Shdr){ .sh_name = q.sh_name, .sh_type = q.sh_type, .sh_addr = q.sh_addr,
 			   .sh_offset = q.sh_offset, .sh_size = q.sh_size };
@@ -117,7 +148,7 @@ int ef_file_section(const struct ef_file *e, const char *name, uint64_t *offset,
 	for (unsigned i = 1; i < e->shnum; i++) {
 		if (shdr(e, i, &s) != 0 || s.sh_name >= names.sh_size ||
 		    s.sh_name + len > names.sh_size ||
-		    read_at(e->fd, buf, len, names.sh_offset + s.sh_name) != 0 ||
+		    file_read(e, buf, len, names.sh_offset + s.sh_name) != 0 ||
 		    memcmp(buf, name, len) != 0)
 			continue;
 		*offset = s.sh_offset;
@@ -147,7 +178,7 @@ unsigned ef_file_loads(const struct ef_file *e, struct ef_load *out, unsigned ca
 
 int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off)
 {
-	return read_at(e->fd, buf, size, off);
+	return file_read(e, buf, size, off);
 }
 
 int ef_file_first_load(const struct ef_file *e, uint64_t *vaddr, uint64_t *offset)
@@ -163,11 +194,56 @@ int ef_file_first_load(const struct ef_file *e, uint64_t *vaddr, uint64_t *offse
 	return found ? 0 : -1;
 }
 
-#define MAX_STRTAB (256u << 20)
+#define SYM_NAME_MAX 64
+#define SYM_HITS 8 /* places a name is written; more is a forged table */
+#define SYM_WIN 8192
+
+/* Where in the string table [off, off + size) each of names[0..n) is
+ * written, NUL-terminated: every place, a name's start or the tail of a
+ * longer one (a linker may share a tail), up to SYM_HITS each. Read a window
+ * at a time, the windows overlapping by a name's length. 0, or -1. */
+static int name_places(const struct ef_file *e, uint64_t off, uint64_t size,
+		       const char *const *names, size_t n, uint64_t (*at)[SYM_HITS], unsigned *nat)
+{
+	char buf[SYM_NAME_MAX + SYM_WIN];
+	size_t len[16], keep = 0, carry = 0;
+
+	if (n > 16)
+		return -1;
+	for (size_t k = 0; k < n; k++) {
+		len[k] = strlen(names[k]) + 1; /* with its NUL */
+		if (len[k] > SYM_NAME_MAX)
+			return -1;
+		keep = len[k] - 1 > keep ? len[k] - 1 : keep;
+		nat[k] = 0;
+	}
+	for (uint64_t pos = 0; pos < size;) {
+		size_t m = size - pos < SYM_WIN ? (size_t)(size - pos) : SYM_WIN;
+		if (file_read(e, buf + carry, m, off + pos) != 0)
+			return -1;
+		size_t have = carry + m;
+		uint64_t base = pos - carry; /* the table offset of buf[0] */
+		for (size_t k = 0; k < n; k++)
+			for (const char *p = buf; (p = memmem(p, have - (size_t)(p - buf), names[k], len[k]));
+			     p++) {
+				size_t i = (size_t)(p - buf);
+				if (i + len[k] <= carry)
+					continue; /* inside the last window's tail: counted then */
+				if (nat[k] == SYM_HITS)
+					return -1;
+				at[k][nat[k]++] = base + i;
+			}
+		pos += m;
+		carry = have < keep ? have : keep;
+		memmove(buf, buf + have - carry, carry);
+	}
+	return 0;
+}
 
 int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t *values, size_t n)
 {
-	uint64_t sym_off, sym_addr, sym_size, str_off, str_addr, str_size;
+	uint64_t sym_off, sym_addr, sym_size, str_off, str_addr, str_size, at[16][SYM_HITS];
+	unsigned nat[16];
 	struct stat st;
 	Elf64_Sym chunk[256];
 	int found = 0;
@@ -178,35 +254,31 @@ int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t 
 		return -1;
 	if (ef_file_section(e, ".strtab", &str_off, &str_addr, &str_size) != 0 || fstat(e->fd, &st) != 0)
 		return -1;
-	/* Another process's file, and hostile: tables inside the file, bounded. */
+	/* Another process's file, and hostile: tables inside the file, no
+	 * larger than a real program's, read a window at a time. */
 	uint64_t file_size = (uint64_t)st.st_size;
-	if (sym_off > file_size || sym_size > file_size - sym_off || str_off > file_size ||
-	    str_size > file_size - str_off || str_size == 0 || str_size > MAX_STRTAB)
+	if (sym_off > file_size || sym_size > file_size - sym_off ||
+	    sym_size / sizeof(Elf64_Sym) > EF_MAX_SYMTAB || str_off > file_size ||
+	    str_size > file_size - str_off || str_size == 0 || str_size > EF_MAX_STRTAB ||
+	    name_places(e, str_off, str_size, names, n, at, nat) != 0)
 		return -1;
-	char *str = malloc(str_size + 1);
-	if (!str || read_at(e->fd, str, str_size, str_off) != 0) {
-		free(str);
-		return -1;
-	}
-	str[str_size] = '\0';
-	for (uint64_t at = sym_off, end = sym_off + sym_size; at + sizeof(Elf64_Sym) <= end;) {
-		size_t m = (size_t)((end - at) / sizeof(Elf64_Sym));
+	for (uint64_t pos = sym_off, end = sym_off + sym_size; pos + sizeof(Elf64_Sym) <= end;) {
+		size_t m = (size_t)((end - pos) / sizeof(Elf64_Sym));
 		m = m < sizeof(chunk) / sizeof(chunk[0]) ? m : sizeof(chunk) / sizeof(chunk[0]);
-		if (read_at(e->fd, chunk, m * sizeof(Elf64_Sym), at) != 0)
-			break;
-		at += m * sizeof(Elf64_Sym);
+		if (file_read(e, chunk, m * sizeof(Elf64_Sym), pos) != 0)
+			return -1;
+		pos += m * sizeof(Elf64_Sym);
 		for (size_t i = 0; i < m; i++) {
-			if (chunk[i].st_name >= str_size || chunk[i].st_shndx == SHN_UNDEF)
+			if (chunk[i].st_shndx == SHN_UNDEF)
 				continue;
-			const char *name = str + chunk[i].st_name;
 			for (size_t k = 0; k < n; k++)
-				if (!values[k] && strcmp(name, names[k]) == 0) {
-					values[k] = chunk[i].st_value;
-					found++;
-				}
+				for (unsigned j = 0; j < nat[k] && !values[k]; j++)
+					if (at[k][j] == chunk[i].st_name) {
+						values[k] = chunk[i].st_value;
+						found++;
+					}
 		}
 	}
-	free(str);
 	return found;
 }
 
@@ -245,7 +317,7 @@ int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_
 	     at + sizeof(Elf64_Sym) <= end;) {
 		size_t n = (size_t)((end - at) / sizeof(Elf64_Sym));
 		n = n < sizeof(chunk) / sizeof(chunk[0]) ? n : sizeof(chunk) / sizeof(chunk[0]);
-		if (read_at(e->fd, chunk, n * sizeof(Elf64_Sym), at) != 0)
+		if (file_read(e, chunk, n * sizeof(Elf64_Sym), at) != 0)
 			return -1;
 		at += n * sizeof(Elf64_Sym);
 		for (size_t i = 0; i < n; i++) {
@@ -278,15 +350,15 @@ static long find_note(const struct ef_file *e, const char *owner, uint32_t type,
 		uint64_t at = p.p_offset, end = p.p_offset + p.p_filesz;
 		Elf64_Nhdr h; /* the same 12 bytes in both classes */
 		struct ef_note n;
-		for (; at + sizeof(h) <= end && read_at(e->fd, &h, sizeof(h), at) == 0 &&
+		for (; at + sizeof(h) <= end && file_read(e, &h, sizeof(h), at) == 0 &&
 		       ef_note_layout(&h, at, end, &n) == 0;
 		     at = n.next) {
 			char name[16];
 			if (!ef_note_is(&h, owner, type) || h.n_namesz > sizeof(name) ||
-			    read_at(e->fd, name, h.n_namesz, n.name_at) != 0 || !ef_note_named(name, owner))
+			    file_read(e, name, h.n_namesz, n.name_at) != 0 || !ef_note_named(name, owner))
 				continue;
 			size_t k = h.n_descsz < cap ? h.n_descsz : cap;
-			if (k && read_at(e->fd, desc, k, n.desc_at) != 0)
+			if (k && file_read(e, desc, k, n.desc_at) != 0)
 				return -1;
 			return (long)h.n_descsz;
 		}

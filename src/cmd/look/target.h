@@ -10,8 +10,24 @@
 
 #include "fmt.h"
 
+/* What reading one file may cost: bytes, a deadline, and the caller's reason
+ * to stop at once (a signal it must act on). Another process's file is
+ * hostile input: a sparse file of gigabytes costs its owner nothing to make,
+ * and whoever reads it whole the time it takes. A read past any bound fails
+ * and sets spent; the reading then ends as on a short file. */
+struct ef_budget {
+	uint64_t bytes;	      /* left to read */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
+	int (*stop)(void);    /* NULL, or nonzero when the reader must stop now */
+	int spent;	      /* a read was refused by one of the above */
+};
+
+/* A budget of bytes and ms from now, with stop (or NULL). */
+void ef_budget_init(struct ef_budget *b, uint64_t bytes, unsigned ms, int (*stop)(void));
+
 struct ef_file {
 	int fd;
+	struct ef_budget *budget; /* NULL: reads are unbounded (ef_file_open's) */
 	int is64;
 	uint64_t phoff, shoff;
 	unsigned phnum, shnum, shstrndx, phentsize, shentsize;
@@ -43,10 +59,14 @@ int ef_file_vaddr_of(const struct ef_file *e, uint64_t off, uint64_t *vaddr);
 int ef_file_dynsym_at(const struct ef_file *e, uint64_t vaddr, char *name, size_t size,
 		     uint64_t *value);
 
-/* The values of the .symtab symbols named in names[0..n) into values (0 for
- * one not found); ELF type ET_DYN or not into *pie. The string table is read
- * whole, up to 256 MiB: a larger or malformed table is refused (-1). Returns
- * the number of names found, or -1 when there is no .symtab (stripped). */
+/* The values of the .symtab symbols named in names[0..n) (each shorter than
+ * 64 bytes) into values (0 for one not found). Both tables are read a window
+ * at a time, in memory of a few KiB whatever their size; a .symtab of more
+ * than EF_MAX_SYMTAB entries or a .strtab over EF_MAX_STRTAB bytes is
+ * refused (-1), as is a malformed one. Returns the number of names found, or
+ * -1 when there is no .symtab (stripped). */
+#define EF_MAX_SYMTAB (1u << 21) /* a 100 MB Go binary has about 200,000 symbols */
+#define EF_MAX_STRTAB (64u << 20) /* and about 15 MB of their names */
 int ef_file_symbols(const struct ef_file *e, const char *const *names, uint64_t *values, size_t n);
 
 /* The lowest PT_LOAD's p_vaddr and its file offset: where the mapping of file
@@ -65,7 +85,8 @@ struct ef_load {
  * not wrap are given (the file is another process's: hostile). */
 unsigned ef_file_loads(const struct ef_file *e, struct ef_load *out, unsigned cap);
 
-/* Reads size bytes at file offset off: 0, or -1 when short. */
+/* Reads size bytes at file offset off: 0, or -1 when short or past the
+ * budget. */
 int ef_file_read(const struct ef_file *e, void *buf, size_t size, uint64_t off);
 
 /* PROGRAM resolved through PATH as execvp does, into out. 0, or -1 (not found). */
