@@ -1,5 +1,5 @@
 /* libFuzzer target for the x86-64 decoder the stripped-binary reader walks
- * Go's runtime with (src/cmd/look/x86.c): any bytes, decoded at every offset. A
+ * Go's runtime with (src/cmd/gobinary/x86.c): any bytes, decoded at every offset. A
  * decoded instruction must stay inside the bytes and 15 bytes, depend on no
  * byte past its end (the same bytes cut at its length decode the same, one
  * fewer does not), and name registers 0-15. */

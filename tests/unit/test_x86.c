@@ -1,5 +1,5 @@
 /* The x86-64 decoder the stripped-binary reader walks Go's runtime with
- * (src/cmd/look/x86.c): instructions taken from Go 1.26.8's runtime (objdump's
+ * (src/cmd/gobinary/x86.c): instructions taken from Go 1.26.8's runtime (objdump's
  * reading beside each), and what it must refuse. The whole text of Go
  * binaries decodes to objdump's instruction boundaries (doc/go.md). */
 #include <criterion/criterion.h>
