@@ -647,6 +647,14 @@ unit_caps() {
 	end_phases
 }
 
+@test "agent --check says why it does not apply, every byte of it: not root" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$cmd" agent --check
+	assert_failure 1
+	assert_line "privileges:  not root: the agent needs root"
+	assert_line "agent:       does not apply: the agent needs root: \`epollfix PROGRAM\` supervises a Go program instead (doc/go.md)"
+}
+
 # The signal mechanism, for kernels without the task-work kfunc, forced here
 # (--mechanism=signal) so that it runs on this kernel too: the agent sends
 # SIGURG at the deadline, which phases' signal.Notify counts.
@@ -659,6 +667,7 @@ unit_caps() {
 	else
 		assert_failure
 		assert_line --regexp "^mechanism:   none: this kernel lacks what taskwork needs"
+		assert_line "agent:       does not apply: this kernel lacks what taskwork needs: \`epollfix PROGRAM\` supervises a Go program instead (doc/go.md)"
 	fi
 	run "$cmd" agent --check --mechanism=signal
 	assert_success
