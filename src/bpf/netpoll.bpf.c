@@ -300,10 +300,17 @@ static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
 }
 
 /* Task work (Linux 6.18): a bpf_timer at the deadline whose callback ends
- * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). */
+ * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). Empty in the
+ * signal mechanism's object (EF_SIGNAL_ONLY, src/bpf/meson.build), which so
+ * names no kfunc at all: libbpf 1.1 looks for a kfunc the kernel lacks, even
+ * a weak one of a program not loaded, in the modules' BTF, which needs
+ * CAP_SYS_ADMIN (epollfix-agent.service does not grant it). */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+#ifdef EF_SIGNAL_ONLY
+	return 0;
+#else
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ef_bpf_proc *p;
@@ -356,6 +363,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	else
 		t->deadline = 0, count(EF_BC_FULL, p);
 	return 0;
+#endif
 }
 
 /* A thread of the signal mechanism that runs (or sleeps again): the wait

@@ -15,9 +15,11 @@ bats_env_file=$EPOLLFIX_BUILD/tests/bats-env.bash
 }
 
 # Nothing from the caller's environment may steer the library in a test: every
-# EPOLLFIX_* variable goes but the sanitizer runtime scripts/sanitize preloads.
+# EPOLLFIX_* variable goes but the sanitizer runtime scripts/sanitize preloads
+# and EPOLLFIX_EMULATED (an emulated machine, tests/kernels/run), which only
+# the tests read.
 for v in $(env | sed -n 's/^\(EPOLLFIX_[A-Z_]*\)=.*/\1/p'); do
-	[ "$v" = EPOLLFIX_PRELOAD_EXTRA ] || unset "$v"
+	[ "$v" = EPOLLFIX_PRELOAD_EXTRA ] || [ "$v" = EPOLLFIX_EMULATED ] || unset "$v"
 done
 # Nor may the machine's own system file (SYSCONFDIR/epollfix.conf): a test
 # reads one only when it names it. (A setuid program ignores this variable and
@@ -188,6 +190,8 @@ stop_tracked() {
 # $EPOLLFIX_BUILD/go, from the caches only (never downloads here); its lines
 # go to bats' output. For a setup_file.
 go_programs() {
+	# An emulated guest (tests/kernels/run) runs the host's, already built.
+	[ -z "${EPOLLFIX_EMULATED:-}" ] || return 0
 	GOPROXY=off "$EPOLLFIX_SRC/tests/progs/go/build" "$EPOLLFIX_BUILD" 2>&1 | sed "s/^/# /" >&3 || true
 }
 

@@ -493,8 +493,17 @@ static int check(void)
 		printf("mechanism:   %s (%s)\n", ef_mechanism_name[m],
 		       A.want != EF_MECH_AUTO ? "--mechanism"
 					      : "auto: the kernel has the task-work kfunc");
-	char text[256];
+	/* Why not, in every case: the line is all a skip message or an operator
+	 * reads (nothing was written here before the load was tried). */
+	char text[256] = "";
 	struct ef_buf why = EF_BUF(text);
+	if (!btf)
+		ef_fmt(&why, "no BTF");
+	else if (m == EF_MECH_AUTO)
+		ef_fmt(&why, "this kernel lacks what %s needs",
+		       A.want == EF_MECH_AUTO ? "taskwork" : ef_mechanism_name[A.want]);
+	else if (geteuid() != 0)
+		ef_fmt(&why, "the agent needs root");
 	if (ok) {
 		struct ef_abpf *b = ef_abpf_open(m, &why);
 		ok = b != NULL;

@@ -14,6 +14,7 @@
 #include "netpoll.h"
 #include "netpoll.skel.h"
 #include "netpoll7.skel.h"
+#include "netpoll_signal.skel.h"
 
 struct ef_abpf {
 	struct ef_netpoll *skel;
@@ -106,22 +107,25 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 
 /* The object for this kernel's name of the task-work kfunc (netpoll.bpf.c:
  * one source, built for each): 7.0's where the kernel has the plain name,
- * else 6.18's (_impl), which a kernel without task work loads too (only the
- * signal program runs there). Both have the same maps and programs: the
- * skeleton is ef_netpoll's, with the other object's bytes. */
-static struct ef_netpoll *open_object(void)
+ * else 6.18's (_impl). The signal mechanism's names no kfunc at all: Debian
+ * 12's libbpf 1.1 looks for a kfunc the kernel lacks (even a weak one, of a
+ * program not loaded) in the modules' BTF, which needs CAP_SYS_ADMIN, which
+ * epollfix-agent.service does not grant. All have the same maps and
+ * programs: the skeleton is ef_netpoll's, with the other object's bytes. */
+static struct ef_netpoll *open_object(int signal)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	struct btf *btf = signal ? NULL : btf__load_vmlinux_btf();
 	int plain = btf && btf__find_by_name_kind(btf, probes[EF_KF_TASKWORK].also, BTF_KIND_FUNC) > 0;
 	btf__free(btf);
-	if (!plain)
+	if (!signal && !plain)
 		return ef_netpoll__open();
 	struct ef_netpoll *skel = calloc(1, sizeof(*skel));
 	if (!skel || ef_netpoll__create_skeleton(skel) != 0) {
 		ef_netpoll__destroy(skel);
 		return NULL;
 	}
-	skel->skeleton->data = (void *)ef_netpoll7__elf_bytes(&skel->skeleton->data_sz);
+	skel->skeleton->data = signal ? (void *)ef_netpoll_signal__elf_bytes(&skel->skeleton->data_sz)
+				      : (void *)ef_netpoll7__elf_bytes(&skel->skeleton->data_sz);
 	if (bpf_object__open_skeleton(skel->skeleton, NULL) != 0) {
 		ef_netpoll__destroy(skel);
 		return NULL;
@@ -159,12 +163,12 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		goto fail;
 	libbpf_set_print(quiet);
 	what = "the kernel refused the program";
-	if (!(b->skel = open_object()))
+	int signal = m == EF_MECH_SIGNAL;
+	if (!(b->skel = open_object(signal)))
 		goto fail;
 	/* One of the two sched_switch programs: the other may call what this
 	 * kernel lacks (the verifier would refuse it); the map only it uses
 	 * shrinks to one entry. */
-	int signal = m == EF_MECH_SIGNAL;
 	if (bpf_program__set_autoload(b->skel->progs.on_switch, !signal) != 0 ||
 	    bpf_program__set_autoload(b->skel->progs.on_switch_signal, signal) != 0 ||
 	    bpf_map__set_max_entries(signal ? b->skel->maps.threads : b->skel->maps.sigwaits, 1) != 0 ||
