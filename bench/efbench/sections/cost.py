@@ -113,7 +113,7 @@ def cost(b):
         cpu = Fig([r["cpu_ns"] / r["wall_ns"] * 100 for r in rs])
         per_wake = Fig([r["cpu_ns"] / max(1, r["nvcsw"]) for r in rs])
         timers = Fig([r["count"] / r["wall_ns"] * 1e9 for r in rs])
-        per_timer = Fig([r["nvcsw"] / r["count"] for r in rs])
+        per_timer = Fig([r["nvcsw"] / max(1, r["count"]) for r in rs])
         if base is None:
             base = (wps.med, cpu.med)
         rows.append([k, timers.fmt(digits=0), wps.fmt(digits=0), per_timer.fmt(digits=1),
