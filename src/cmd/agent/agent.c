@@ -310,6 +310,21 @@ static const char *const mechanism_text[EF_MECH_COUNT] = {
 			   "per wait ended; stopped, the agent ends none",
 };
 
+/* The program of A.mech loaded and attached. Chosen by auto, task work the
+ * kernel refuses (it names the kfunc but will not load it here) falls back
+ * to the wake-up mechanism, which needs less; said in one line. */
+static struct ef_abpf *open_mechanism(const int has[EF_KF_COUNT], struct ef_buf *why)
+{
+	struct ef_abpf *b = ef_abpf_open(A.mech, why);
+	if (b || A.want != EF_MECH_AUTO || A.mech != EF_MECH_TASKWORK ||
+	    ef_abpf_choose(EF_MECH_WAKEUP, has) != EF_MECH_WAKEUP)
+		return b;
+	fprintf(stderr, "epollfix agent: taskwork: %s; the wakeup mechanism instead\n", why->p);
+	why->len = 0;
+	A.mech = EF_MECH_WAKEUP;
+	return ef_abpf_open(A.mech, why);
+}
+
 static int check(void)
 {
 	struct utsname u;
@@ -339,12 +354,14 @@ static int check(void)
 		       A.want != EF_MECH_AUTO	 ? "--mechanism"
 		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
 					       : "auto: the kernel has no task-work kfunc");
-	char text[256];
+	char text[256] = "";
 	struct ef_buf why = EF_BUF(text);
 	if (ok) {
-		struct ef_abpf *b = ef_abpf_open(m, &why);
+		A.mech = m;
+		struct ef_abpf *b = open_mechanism(has, &why);
 		ok = b != NULL;
 		ef_abpf_close(b);
+		m = A.mech;
 	}
 	if (ok)
 		printf("agent:       applies: %s\n", mechanism_text[m]);
@@ -380,7 +397,7 @@ static int run(void)
 			A.want == EF_MECH_AUTO ? "the agent" : ef_mechanism_name[A.want]);
 		return 1;
 	}
-	A.bpf = ef_abpf_open(A.mech, &why);
+	A.bpf = open_mechanism(has, &why);
 	if (!A.bpf) {
 		fprintf(stderr, "epollfix agent: %s (see epollfix agent --check)\n", text);
 		return 1;
