@@ -893,6 +893,24 @@ most_ended() {
 	! grep -q "no waker" "$log" || fail "$(cat "$log")"
 	report
 	most_ended "another user's program"
+	# It loads there on kernels without the task-work kfunc too because its
+	# object declares no kfunc at all: one the kernel lacks would send
+	# libbpf to the modules' BTF, which these capabilities do not allow.
+	command -v bpftool >/dev/null || skip_missing "no bpftool"
+	local fd id="" btf
+	for fd in /proc/"$agent_pid"/fdinfo/*; do
+		id=$(sed -n 's/^prog_id:[[:space:]]*//p' "$fd" 2>/dev/null)
+		[ -n "$id" ] && bpftool prog show id "$id" | grep -q " name on_switch_wake " && break
+		id=""
+	done
+	[ -n "$id" ] || fail "no on_switch_wake program among the agent's fds"
+	btf=$(bpftool prog show id "$id" | sed -n 's/.*btf_id \([0-9]*\).*/\1/p')
+	run bpftool btf dump id "$btf"
+	assert_success
+	assert_output --partial "FUNC 'on_switch_wake' "
+	# The kfuncs the task-work object declares: none here.
+	refute_output --partial "FUNC 'bpf_task_"
+	refute_output --partial "FUNC 'bpf_rcu_"
 	end_phases
 }
 
