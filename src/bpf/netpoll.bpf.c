@@ -10,10 +10,14 @@
  * pollUntil and arms a bpf_timer at it; the timer's callback schedules task
  * work in signal mode on the thread, which ends the wait with EINTR and
  * sends no signal. Go's netpoll(delay > 0) takes EINTR as "re-check timers".
- * On kernels without that kfunc, the other sched_switch program sends the
- * deadline to the agent, which sends SIGURG, Go's own preemption signal, at
- * the deadline if the thread is still in that wait (agent_signal.c). The
- * agent loads one of the two (agent_bpf.c).
+ * On kernels without that kfunc, a second sched_switch program arms the
+ * timer too and, at the deadline, writes the process's waker: a ring buffer
+ * the agent put into the runtime's epoll set with the data of the runtime's
+ * own wake-up, whose event the runtime takes as a netpollBreak (no signal,
+ * no EINTR; agent_wake.c). Only when asked, a third sends the deadline to
+ * the agent, which sends SIGURG, Go's own preemption signal, at the deadline
+ * if the thread is still in that wait (agent_signal.c). The agent loads one
+ * of them (agent_bpf.c).
  *
  * What makes a wrong or stale address harmless: the program only reads the
  * process's memory, never writes it; the callback acts only on a thread still
@@ -25,8 +29,9 @@
  *
  * Nothing here waits on user space: the agent that loaded it only fills
  * `procs`; killed, its maps and their timers go with its file descriptors;
- * stopped, the kernel goes on alone (task work) or the waits keep their own
- * 1 ms (signal: the deadlines the agent does not read are dropped). */
+ * stopped, the kernel goes on alone (task work; wake-up, until a waker is
+ * full) or the waits keep their own 1 ms (signal: the deadlines the agent
+ * does not read are dropped). */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
