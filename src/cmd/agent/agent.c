@@ -354,7 +354,7 @@ static int check(void)
 		       A.want != EF_MECH_AUTO	 ? "--mechanism"
 		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
 					       : "auto: the kernel has no task-work kfunc");
-	char text[256] = "";
+	char text[256];
 	struct ef_buf why = EF_BUF(text);
 	if (ok) {
 		A.mech = m;
