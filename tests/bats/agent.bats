@@ -930,3 +930,30 @@ most_ended() {
 	report
 	most_ended "started after the agent"
 }
+
+@test "--mechanism=wakeup: thirty Go programs that begin at once are each given their waker within their first sleeps" {
+	local i pids=() sleeps p50 slow=0
+	sleeps=$(own "$(prog local static sleeps)")
+	"$cmd" agent --mechanism=wakeup --path="$mine/" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	sleep 1 # loaded and scanned
+	for i in $(seq 30); do
+		# Beginning together, once the agent has attached them all.
+		START_AFTER=3s "$sleeps" 50us 200 >"$BATS_TEST_TMPDIR/raw.$i" 4>&- &
+		pids+=($!)
+		track_pid "$!"
+	done
+	wait "${pids[@]}" || fail "a program failed"
+	report
+	[ "$(counter attached)" = 30 ] || fail "$(cat "$log")"
+	# Each asks for its waker at its first sub-ms wait, and a change of the
+	# kernel's map of wakers waits for every BPF program running to end
+	# (8-20 ms here): made one at a time, the last came after its
+	# program's 200 sleeps. Each program's median sleep must be served.
+	for i in $(seq 30); do
+		p50=$(sort -n "$BATS_TEST_TMPDIR/raw.$i" | awk '{ a[NR] = $1 } END { print int(a[int(NR / 2)] / 1000) }')
+		[ "$p50" -lt "$NATIVE_US" ] || slow=$((slow + 1))
+	done
+	[ "$slow" = 0 ] || fail "$slow of 30 programs' median sleep was not served: $(cat "$log")"
+}

@@ -466,7 +466,7 @@ static int run(void)
 				 * that woke it), then the rest a scan finds. */
 				ef_abpf_events(A.bpf, on_event, NULL);
 				if (A.wake)
-					ef_awake_tick(A.wake);
+					ef_awake_commit(A.wake), ef_awake_tick(A.wake);
 				if ((seconds += ticks) >= RESCAN_SECONDS)
 					seconds = 0, scan();
 				ef_publish(A.bpf);
@@ -476,6 +476,8 @@ static int run(void)
 				ef_asig_due(A.sig);
 			} else {
 				ef_abpf_events(A.bpf, on_event, NULL);
+				if (A.wake)
+					ef_awake_commit(A.wake);
 			}
 		}
 	}

@@ -332,13 +332,29 @@ int ef_abpf_waker_new(void)
 	return bpf_map_create(BPF_MAP_TYPE_RINGBUF, "waker", 0, 0, EF_BPF_WAKER_SIZE, NULL);
 }
 
-int ef_abpf_set_waker(struct ef_abpf *b, uint32_t tgid, int fd)
+/* A change to a map of maps waits for every BPF program running to end
+ * (synchronize_rcu: 8-20 ms here), so the agent makes its changes in
+ * batches, one wait each where the kernel takes a batch (6.8 on; before,
+ * none), one at a time where it does not. */
+int ef_abpf_set_wakers(struct ef_abpf *b, const uint32_t *tgids, const int *fds, size_t n)
 {
-	__u32 v = (__u32)fd;
-	return bpf_map_update_elem(bpf_map__fd(b->wakers), &tgid, &v, BPF_ANY);
+	int map = bpf_map__fd(b->wakers), failed = 0;
+	__u32 count = (__u32)n;
+	if (!n || bpf_map_update_batch(map, tgids, fds, &count, NULL) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		__u32 v = (__u32)fds[i];
+		failed |= bpf_map_update_elem(map, &tgids[i], &v, BPF_ANY) != 0;
+	}
+	return failed ? -1 : 0;
 }
 
-int ef_abpf_drop_waker(struct ef_abpf *b, uint32_t tgid)
+void ef_abpf_drop_wakers(struct ef_abpf *b, const uint32_t *tgids, size_t n)
 {
-	return bpf_map_delete_elem(bpf_map__fd(b->wakers), &tgid);
+	int map = bpf_map__fd(b->wakers);
+	__u32 count = (__u32)n;
+	if (!n || bpf_map_delete_batch(map, tgids, &count, NULL) == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(map, &tgids[i]); /* one gone already: ENOENT, and on */
 }

@@ -83,9 +83,10 @@ void ef_abpf_on_deadline(struct ef_abpf *b, void (*fn)(const struct ef_bpf_deadl
 int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s);
 
 /* The wake-up mechanism: a new waker (a ring buffer the size the kernel's
- * wakers map takes), its fd or -1; put as tgid's (replacing any), or dropped. */
+ * wakers map takes), its fd or -1; n of them put as tgids' (replacing any:
+ * -1 when any failed), or dropped. */
 int ef_abpf_waker_new(void);
-int ef_abpf_set_waker(struct ef_abpf *b, uint32_t tgid, int fd);
-int ef_abpf_drop_waker(struct ef_abpf *b, uint32_t tgid);
+int ef_abpf_set_wakers(struct ef_abpf *b, const uint32_t *tgids, const int *fds, size_t n);
+void ef_abpf_drop_wakers(struct ef_abpf *b, const uint32_t *tgids, size_t n);
 
 #endif

@@ -22,6 +22,7 @@ struct waker {
 	uint32_t tgid;
 	uint64_t start, epfd_addr, wake_addr, tag;
 	int ring;                 /* the ring buffer's fd, -1: none yet */
+	int pending;              /* in the epoll set, not yet given to the kernel */
 	uint64_t *cons;           /* its consumer position (ours to write) */
 	const uint64_t *prod;     /* its producer position (the kernel's) */
 };
@@ -53,19 +54,20 @@ static struct waker *find(struct ef_awake *a, uint32_t tgid)
 	return NULL;
 }
 
-/* Its ring out of the kernel's map, unmapped and closed: the last
- * reference to the file, which the kernel then takes out of the epoll set. */
+/* Its ring unmapped and closed: the last reference to the file, which the
+ * kernel then takes out of the epoll set (the kernel's map, which holds the
+ * ring buffer and not the file, is the caller's to change). */
 static void close_ring(struct ef_awake *a, struct waker *w)
 {
 	if (w->ring < 0)
 		return;
-	ef_abpf_drop_waker(a->b, w->tgid);
 	if (w->cons)
 		munmap(w->cons, (size_t)a->page);
 	if (w->prod)
 		munmap((void *)w->prod, (size_t)a->page);
 	close(w->ring);
 	w->ring = -1;
+	w->pending = 0;
 	w->cons = NULL;
 	w->prod = NULL;
 }
@@ -113,8 +115,8 @@ static const char *const why_text[] = {
 };
 
 /* The waker of w's process: a ring buffer, its two positions mapped, added
- * beside the runtime's wake-up in its epoll set, then given to the kernel.
- * NULL or why not. */
+ * beside the runtime's wake-up in its epoll set; given to the kernel by
+ * ef_awake_commit. NULL or why not. */
 static const char *make(struct ef_awake *a, struct waker *w)
 {
 	int32_t epfd;
@@ -149,11 +151,31 @@ static const char *make(struct ef_awake *a, struct waker *w)
 		return why_text[why];
 	}
 	close(dup); /* the item stays while the ring's file lives */
-	if (ef_abpf_set_waker(a->b, w->tgid, w->ring) != 0) {
-		close_ring(a, w);
-		return "the kernel refused the waker";
-	}
+	w->pending = 1;
 	return NULL;
+}
+
+static void give(struct ef_awake *a, const uint32_t *tgids, const int *fds, size_t n)
+{
+	if (ef_abpf_set_wakers(a->b, tgids, fds, n) != 0 && a->verbose)
+		fprintf(stderr, "epollfix agent: the kernel refused wakers (%zu): those waits keep their own 1 ms\n",
+			n);
+}
+
+void ef_awake_commit(struct ef_awake *a)
+{
+	uint32_t tgids[64];
+	int fds[64];
+	size_t n = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		if (!a->w[i].pending)
+			continue;
+		if (n == sizeof(tgids) / sizeof(tgids[0]))
+			give(a, tgids, fds, n), n = 0;
+		tgids[n] = a->w[i].tgid, fds[n++] = a->w[i].ring;
+		a->w[i].pending = 0;
+	}
+	give(a, tgids, fds, n);
 }
 
 void ef_awake_make(struct ef_awake *a, uint32_t tgid)
@@ -183,17 +205,29 @@ void ef_awake_drain(struct ef_awake *a, uint32_t tgid)
 void ef_awake_drop(struct ef_awake *a, uint32_t tgid)
 {
 	struct waker *w = find(a, tgid);
-	if (w)
-		forget(a, w);
+	if (!w)
+		return;
+	/* At once: while the kernel finds a waker for the pid, the new image
+	 * would never ask for its own. */
+	if (w->ring >= 0)
+		ef_abpf_drop_wakers(a->b, &tgid, 1);
+	forget(a, w);
 }
 
 void ef_awake_tick(struct ef_awake *a)
 {
+	uint32_t gone[64];
+	size_t n = 0;
 	for (size_t i = 0; i < a->n;) {
-		if (!ef_abpf_attached(a->b, a->w[i].tgid)) {
+		if (n < sizeof(gone) / sizeof(gone[0]) && !ef_abpf_attached(a->b, a->w[i].tgid)) {
+			if (a->w[i].ring >= 0)
+				gone[n++] = a->w[i].tgid;
 			forget(a, &a->w[i]); /* the last moved here: looked at next */
 			continue;
 		}
 		drain(&a->w[i++]);
 	}
+	/* The processes that ended this second, out of the kernel's map at once
+	 * (one wait of the kernel's: ef_abpf_drop_wakers); more, next second. */
+	ef_abpf_drop_wakers(a->b, gone, n);
 }

@@ -23,8 +23,11 @@ void ef_awake_free(struct ef_awake *w);
  * applied), and the wake-up item's data. */
 void ef_awake_note(struct ef_awake *w, uint32_t tgid, uint64_t start, uint64_t epfd_addr,
 		   uint64_t wake_addr, uint64_t tag);
-/* The kernel asked for tgid's waker (its netpoller waits). */
+/* The kernel asked for tgid's waker (its netpoller waits): made, and given
+ * to the kernel with the others made since by ef_awake_commit (a change of
+ * the kernel's map of wakers waits for its programs: one wait for many). */
 void ef_awake_make(struct ef_awake *w, uint32_t tgid);
+void ef_awake_commit(struct ef_awake *w);
 /* The kernel says tgid's waker is a quarter full: emptied. */
 void ef_awake_drain(struct ef_awake *w, uint32_t tgid);
 /* tgid exec'd: its waker (in the old image's epoll set) goes. */
