@@ -334,8 +334,8 @@ int ef_abpf_waker_new(void)
 
 /* A change to a map of maps waits for every BPF program running to end
  * (synchronize_rcu: 8-20 ms here), so the agent makes its changes in
- * batches, one wait each where the kernel takes a batch (6.8 on; before,
- * none), one at a time where it does not. */
+ * batches: one wait per batch where the kernel takes the map's batch
+ * operations (6.18 does), one per change where it refuses them. */
 int ef_abpf_set_wakers(struct ef_abpf *b, const uint32_t *tgids, const int *fds, size_t n)
 {
 	int map = bpf_map__fd(b->wakers), failed = 0;
