@@ -10,10 +10,14 @@
  * pollUntil and arms a bpf_timer at it; the timer's callback schedules task
  * work in signal mode on the thread, which ends the wait with EINTR and
  * sends no signal. Go's netpoll(delay > 0) takes EINTR as "re-check timers".
- * On kernels without that kfunc, the other sched_switch program sends the
- * deadline to the agent, which sends SIGURG, Go's own preemption signal, at
- * the deadline if the thread is still in that wait (agent_signal.c). The
- * agent loads one of the two (agent_bpf.c).
+ * On kernels without that kfunc, a second sched_switch program arms the
+ * timer too and, at the deadline, writes the process's waker: a ring buffer
+ * the agent put into the runtime's epoll set with the data of the runtime's
+ * own wake-up, whose event the runtime takes as a netpollBreak (no signal,
+ * no EINTR; agent_wake.c). Only when asked, a third sends the deadline to
+ * the agent, which sends SIGURG, Go's own preemption signal, at the deadline
+ * if the thread is still in that wait (agent_signal.c). The agent loads one
+ * of them (agent_bpf.c).
  *
  * What makes a wrong or stale address harmless: the program only reads the
  * process's memory, never writes it; the callback acts only on a thread still
@@ -25,8 +29,9 @@
  *
  * Nothing here waits on user space: the agent that loaded it only fills
  * `procs`; killed, its maps and their timers go with its file descriptors;
- * stopped, the kernel goes on alone (task work) or the waits keep their own
- * 1 ms (signal: the deadlines the agent does not read are dropped). */
+ * stopped, the kernel goes on alone (task work; wake-up, until a waker is
+ * full) or the waits keep their own 1 ms (signal: the deadlines the agent
+ * does not read are dropped). */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -44,7 +49,11 @@ char LICENSE[] SEC("license") = "GPL";
 #define BPF_F_TIMER_ABS_ (1ULL << 0) /* Linux 6.7; older vmlinux.h lack it */
 
 /* The kernel's functions (kfuncs), resolved at load; weak: only the task
- * work program calls them, and it is not loaded on a kernel without them. */
+ * work program calls them, and it is not loaded on a kernel without them.
+ * The object for the wake-up and signal mechanisms (EF_NO_KFUNCS, Linux
+ * 5.15 on) declares none, nor the task-work program and its map: libbpf then
+ * never looks for a kfunc in the modules' BTF, which needs CAP_SYS_ADMIN. */
+#ifndef EF_NO_KFUNCS
 struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym __weak;
 void bpf_task_release(struct task_struct *p) __ksym __weak;
 void bpf_rcu_read_lock(void) __ksym __weak;
@@ -68,6 +77,7 @@ int bpf_task_work_schedule_signal_impl(struct task_struct *task, struct bpf_task
 				       void *aux__prog) __ksym __weak;
 #define schedule_signal(task, tw, map, cb) bpf_task_work_schedule_signal_impl(task, tw, map, cb, NULL)
 #endif
+#endif
 
 /* Attached processes, by tgid: filled and emptied by user space only. */
 struct {
@@ -77,6 +87,7 @@ struct {
 	__type(value, struct ef_bpf_proc);
 } procs SEC(".maps");
 
+#ifndef EF_NO_KFUNCS
 /* One entry per thread of an attached process that has slept in a netpoll
  * wait: its timer, the thread (a counted reference, so the callback can name
  * it), its task work, and the wait it was armed for. */
@@ -98,6 +109,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct thread);
 } threads SEC(".maps");
+#endif
 
 /* The signal mechanism's threads (struct ef_bpf_sigwait): the agent reads
  * them. Each mechanism's map is sized to 1 when the other is loaded. */
@@ -131,6 +143,40 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
 } deadlines SEC(".maps");
+
+/* The wake-up mechanism's threads: the timer at the deadline of the wait
+ * each sleeps in, and that wait, cleared when the thread runs again. */
+struct wakewait {
+	struct bpf_timer timer;
+	__u64 waiting;   /* host CLOCK_MONOTONIC deadline of the wait it sleeps in; 0: none */
+	__u64 pollUntil; /* that wait's deadline, the runtime's clock */
+	__u64 fired;     /* a runtime deadline woken for: never armed again */
+	__u64 woken;     /* the deadline of the wait woken, until the thread runs: its lateness */
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EF_BPF_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct wakewait);
+} wakewaits SEC(".maps");
+
+/* Each attached process's waker, by tgid: a ring buffer the agent made and
+ * put into the runtime's epoll set, tagged as the runtime's own wake-up
+ * (agent_wake.c). Only user space adds and removes them. */
+struct waker {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, EF_BPF_WAKER_SIZE);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, EF_BPF_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct waker);
+} wakers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -168,6 +214,7 @@ static __always_inline void record_late(struct ef_bpf_proc *p, __u64 late)
 	}
 }
 
+#ifndef EF_NO_KFUNCS
 static int work_done(struct bpf_map *map, void *key, void *value)
 {
 	struct thread *t = value;
@@ -238,6 +285,7 @@ static int timer_fired(void *map, __u32 *key, struct thread *t)
 	bpf_task_release(task);
 	return 0;
 }
+#endif
 
 /* The offset of the task's time namespace from the host's monotonic clock:
  * the runtime's nanotime() is read in its namespace. */
@@ -299,18 +347,12 @@ static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+#ifndef EF_NO_KFUNCS
 /* Task work (Linux 6.18): a bpf_timer at the deadline whose callback ends
- * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). Empty in the
- * signal mechanism's object (EF_SIGNAL_ONLY, src/bpf/meson.build), which so
- * names no kfunc at all: libbpf 1.1 looks for a kfunc the kernel lacks, even
- * a weak one of a program not loaded, in the modules' BTF, which needs
- * CAP_SYS_ADMIN (epollfix-agent.service does not grant it). */
+ * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-#ifdef EF_SIGNAL_ONLY
-	return 0;
-#else
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct ef_bpf_proc *p;
@@ -363,8 +405,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	else
 		t->deadline = 0, count(EF_BC_FULL, p);
 	return 0;
-#endif
 }
+#endif
 
 /* A thread of the signal mechanism that runs (or sleeps again): the wait
  * recorded is over; a deadline that passed in it is never sent again (a
@@ -456,6 +498,137 @@ int BPF_PROG(on_switch_signal, bool preempt, struct task_struct *prev, struct ta
 	return 0;
 }
 
+/* An event to the agent about tgid, at once (a waker to make, or to empty). */
+static __always_inline void tell(__u32 tgid, __u32 kind)
+{
+	struct ef_bpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->kind = kind;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* The wake-up mechanism's timer: at the deadline of a wait its thread still
+ * sleeps in (it has not run since: the switch program clears `waiting` when
+ * it does), one record with a wake-up in the process's waker, which the
+ * runtime's epoll_pwait returns as its own wake-up. */
+static int wake_fired(void *map, __u32 *key, struct wakewait *w)
+{
+	struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &w->tgid);
+	__u64 deadline = w->waiting;
+	void *rb;
+
+	if (!deadline) {
+		count(EF_BC_AWAKE, p);
+		return 0;
+	}
+	if (!p) {
+		count(EF_BC_DETACHED, NULL);
+		return 0;
+	}
+	rb = bpf_map_lookup_elem(&wakers, &w->tgid);
+	if (!rb) {
+		count(EF_BC_DETACHED, p);
+		return 0;
+	}
+	w->fired = w->pollUntil;
+	if (bpf_ringbuf_output(rb, &deadline, 0, BPF_RB_FORCE_WAKEUP) != 0) {
+		count(EF_BC_FULL, p); /* the agent has not emptied it: stopped, or behind */
+		return 0;
+	}
+	w->woken = deadline;
+	count(EF_BC_ENDED, p);
+	if (bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= EF_BPF_WAKER_DRAIN &&
+	    bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) < EF_BPF_WAKER_DRAIN + 8)
+		tell(w->tgid, EF_BPF_EV_DRAIN); /* once, as it crosses the quarter */
+	return 0;
+}
+
+/* A thread of the wake-up mechanism that runs: in no wait now; woken at a
+ * deadline, how late it came back. */
+static __always_inline void wakewait_over(struct wakewait *w)
+{
+	__u64 woken = w->woken;
+	w->waiting = 0;
+	if (woken) {
+		struct ef_bpf_proc *p = bpf_map_lookup_elem(&procs, &w->tgid);
+		__u64 now = bpf_ktime_get_ns();
+		w->woken = 0;
+		if (p && now >= woken)
+			record_late(p, now - woken);
+	}
+}
+
+/* Wake-up (Linux 5.15 and later: bpf_timer, ring buffers, no kfunc): a
+ * bpf_timer at the deadline (relative: BPF_F_TIMER_ABS is 6.7), whose
+ * callback writes the process's waker (wake_fired). No signal, no EINTR:
+ * the runtime's wait returns one event, exactly EPOLLIN, with its own
+ * wake-up's data, which it reads as a netpollBreak. The first such wait of
+ * a process with no waker yet asks the agent for one (the runtime makes its
+ * epoll instance at its first use). One hash lookup per context switch on
+ * top of the attached-process lookup (the thread switched in). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_wake, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, ntid = next->pid;
+	struct ef_bpf_proc *p;
+	struct wakewait *w;
+	struct wait wt;
+
+	w = bpf_map_lookup_elem(&wakewaits, &ntid);
+	if (w)
+		wakewait_over(w);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (!p)
+		return 0;
+	w = bpf_map_lookup_elem(&wakewaits, &tid);
+	if (w && w->tgid != tgid) {
+		bpf_map_delete_elem(&wakewaits, &tid); /* another process's, of this tid once */
+		w = NULL;
+	}
+	if (w)
+		w->waiting = 0; /* whatever this sleep is, the wait armed for is over */
+	if (netpoll_wait(preempt, prev, p, &wt) != 0)
+		return 0;
+	if (w && w->fired == wt.until) {
+		count(EF_BC_REPEATED, p);
+		return 0;
+	}
+	if (!bpf_map_lookup_elem(&wakers, &tgid)) {
+		/* Asked once per image (the entry goes at an exec); two CPUs
+		 * may both ask: the agent makes one. */
+		if (!p->asked) {
+			p->asked = 1;
+			tell(tgid, EF_BPF_EV_WAKER);
+		}
+		count(EF_BC_UNREADABLE, p);
+		return 0;
+	}
+	if (!w) {
+		struct wakewait fresh = { .tgid = tgid };
+		if (bpf_map_update_elem(&wakewaits, &tid, &fresh, BPF_NOEXIST) != 0) {
+			count(EF_BC_FULL, p);
+			return 0;
+		}
+		w = bpf_map_lookup_elem(&wakewaits, &tid);
+		if (!w)
+			return 0;
+		bpf_timer_init(&w->timer, &wakewaits, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&w->timer, wake_fired);
+	}
+	__u64 now = bpf_ktime_get_ns();
+	w->tgid = tgid;
+	w->pollUntil = wt.until;
+	w->waiting = wt.deadline;
+	if (bpf_timer_start(&w->timer, wt.deadline > now ? wt.deadline - now : 0, 0) == 0)
+		count(EF_BC_ARMED, p);
+	else
+		w->waiting = 0, count(EF_BC_FULL, p);
+	return 0;
+}
+
 /* Changes of a process that make its entry stale: an exec (another image)
  * and the end of its thread group. Its entry goes at once; the generation
  * tells the agent, which read the process before, that what it read may be
@@ -476,6 +649,7 @@ static __always_inline void changed(__u32 tgid, int exec)
 			int wake = now - exec_woken_at >= EF_BPF_WAKE_GAP_NS ||
 				   bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EF_BPF_WAKE_AT;
 			e->tgid = tgid;
+			e->kind = EF_BPF_EV_EXEC;
 			/* Every exec of the machine lands here. The first after
 			 * a quiet spell wakes the agent at once (a service that
 			 * starts is served from its first waits); in a storm
@@ -497,10 +671,14 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, old = (__u32)old_pid;
+#ifndef EF_NO_KFUNCS
 	bpf_map_delete_elem(&threads, &old);
-	bpf_map_delete_elem(&sigwaits, &old);
 	bpf_map_delete_elem(&threads, &tid);
+#endif
+	bpf_map_delete_elem(&sigwaits, &old);
 	bpf_map_delete_elem(&sigwaits, &tid);
+	bpf_map_delete_elem(&wakewaits, &old);
+	bpf_map_delete_elem(&wakewaits, &tid);
 	changed(id >> 32, 1);
 	return 0;
 }
@@ -512,8 +690,11 @@ int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
+#ifndef EF_NO_KFUNCS
 	bpf_map_delete_elem(&threads, &tid);
+#endif
 	bpf_map_delete_elem(&sigwaits, &tid);
+	bpf_map_delete_elem(&wakewaits, &tid);
 	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		changed(id >> 32, 0);
 	return 0;

@@ -15,10 +15,24 @@
 /* The shortest gap between two execs that wake the agent. */
 #define EF_BPF_WAKE_GAP_NS (100 * 1000 * 1000ull)
 
-/* events' records: a process exec'd (whatever it runs now). */
+/* events' records: what the agent is told of a process. */
+enum ef_bpf_event_kind {
+	EF_BPF_EV_EXEC,  /* it exec'd (whatever it runs now) */
+	EF_BPF_EV_WAKER, /* wake-up mechanism: its netpoller waits, and has no waker yet */
+	EF_BPF_EV_DRAIN, /* wake-up mechanism: its waker is a quarter full */
+};
 struct ef_bpf_event {
 	__u32 tgid;
+	__u32 kind; /* enum ef_bpf_event_kind */
 };
+
+/* The wake-up mechanism (kernels without the task-work kfunc): each attached
+ * process's waker, a ring buffer of the agent's that the agent put into the
+ * runtime's epoll set tagged as the runtime's own wake-up. A record (of no
+ * data: 8 bytes) written with a wake-up at the deadline ends the wait; the
+ * agent empties it when told it is a quarter full (EF_BPF_EV_DRAIN). */
+#define EF_BPF_WAKER_SIZE (4 * 4096)
+#define EF_BPF_WAKER_DRAIN (EF_BPF_WAKER_SIZE / 4)
 
 /* The signal mechanism (kernels without the task-work kfunc): deadlines'
  * records, one per netpoll wait the kernel saw begin. The agent arms a
@@ -79,6 +93,7 @@ struct ef_bpf_proc {
 	__u64 sched_addr; /* runtime.sched: lastpoll at +8, pollUntil at +16 */
 	__u64 epfd_addr;  /* runtime.epfd, an int32 */
 	__u64 start;      /* its start time (/proc/PID/stat), the agent's, to tell a reused pid */
+	__u64 asked;      /* the kernel asked the agent for its waker (wake-up mechanism) */
 	__u64 count[EF_BC_COUNT];
 	__u64 late[EF_BPF_LATE_BUCKETS];
 	__u64 late_ns;

@@ -30,6 +30,7 @@
 
 #include "agent_bpf.h"
 #include "agent_signal.h"
+#include "agent_wake.h"
 #include "agentsel.h"
 #include "fmt.h"
 #include "goabi.h"
@@ -76,6 +77,7 @@ struct exe {
 static struct {
 	struct ef_abpf *bpf;
 	struct ef_asig *sig;     /* the signal mechanism's deadlines, or NULL */
+	struct ef_awake *wake;   /* the wake-up mechanism's wakers, or NULL */
 	enum ef_mechanism want, mech;
 	long only;               /* attach PID: that process alone */
 	struct ef_sel sel;
@@ -177,8 +179,10 @@ static void usage(FILE *out)
 		"                  in kubelet's pod hierarchy (EPOLLFIX_KUBEPODS: its roots)\n"
 		"  --check         say whether this kernel and these privileges allow it, and why\n"
 		"  --mechanism=M   how a wait is ended: taskwork (the kernel, no signal, Linux\n"
-		"                  6.18), signal (the agent sends SIGURG, Linux 5.15: a program\n"
-		"                  may see it), auto (the default: taskwork, never signal)\n");
+		"                  6.18), wakeup (the kernel wakes the runtime's epoll set, no\n"
+		"                  signal, Linux 5.15), signal (the agent sends SIGURG, Linux\n"
+		"                  5.15: a program may see it), auto (the default: taskwork,\n"
+		"                  else wakeup, never signal)\n");
 }
 
 static int chosen(uint32_t pid, const char *path)
@@ -256,8 +260,10 @@ static int look_at(uint32_t pid, uint64_t gen)
 		A.until = x->why == EF_GO_TOO_COSTLY ? x->read_at + RETRY_SECONDS : 0;
 		return 0;
 	}
-	int r = ef_abpf_attach(A.bpf, pid, gen, ef_look_start(pid), img->sched + bias,
-			       img->epfd + bias);
+	uint64_t start = ef_look_start(pid);
+	if (A.wake) /* before the kernel can ask for its waker */
+		ef_awake_note(A.wake, pid, start, img->epfd + bias, img->wake + bias, ef_go_wake_tag(img, bias));
+	int r = ef_abpf_attach(A.bpf, pid, gen, start, img->sched + bias, img->epfd + bias);
 	if (r != 0) {
 		ef_fmt(&why, "pid %u (%s, %s): not attached (yet): the kernel's map refused it (full?)",
 		       pid, shown, img->version);
@@ -334,9 +340,8 @@ static void scan(void)
 /* An exec: the kernel dropped the process's entry; read the new image. A
  * verdict of "not for us" goes into the last scan's list, so that the next
  * scan does not look (and say so) again. */
-static void on_exec(uint32_t tgid, void *arg)
+static void on_exec(uint32_t tgid)
 {
-	(void)arg;
 	if (A.only) { /* attach_look's, after the batch */
 		A.exec_seen |= tgid == (uint32_t)A.only;
 		return;
@@ -360,11 +365,30 @@ static void on_exec(uint32_t tgid, void *arg)
 	} /* else looked at again by the next scan: said twice, not wrong */
 }
 
+/* What the kernel tells: an exec, or (wake-up mechanism) a process's waker
+ * to make or to empty. */
+static void on_event(uint32_t tgid, uint32_t kind, void *arg)
+{
+	(void)arg;
+	if (kind == EF_BPF_EV_WAKER || kind == EF_BPF_EV_DRAIN) {
+		if (A.wake && kind == EF_BPF_EV_WAKER)
+			ef_awake_make(A.wake, tgid);
+		else if (A.wake)
+			ef_awake_drain(A.wake, tgid);
+		return;
+	}
+	if (A.wake) /* the old image's waker goes with it */
+		ef_awake_drop(A.wake, tgid);
+	on_exec(tgid);
+}
+
 /* The execs the kernel queued, each read within this batch's slice. */
 static void execs(void)
 {
 	A.slice_end = now_ms() + SLICE_MS;
-	ef_abpf_events(A.bpf, on_exec, NULL);
+	ef_abpf_events(A.bpf, on_event, NULL);
+	if (A.wake)
+		ef_awake_commit(A.wake);
 }
 
 /* attach: whether a later exec could change a verdict on the process: it
@@ -459,11 +483,30 @@ static void report(FILE *out)
 static const char *const mechanism_text[EF_MECH_COUNT] = {
 	[EF_MECH_TASKWORK] = "the kernel ends Go's netpoll waits at the runtime's deadline, no signal "
 			     "(tp_btf/sched_switch, bpf_timer, task work)",
+	[EF_MECH_WAKEUP] = "the kernel ends Go's netpoll waits at the runtime's deadline, no signal: "
+			   "a bpf_timer writes a ring buffer of the agent's that the runtime's epoll "
+			   "set holds as its own wake-up (tp_btf/sched_switch, bpf_timer, ring buffers); "
+			   "the program's epoll set shows one more item (its fdinfo)",
 	[EF_MECH_SIGNAL] = "the kernel sends each netpoll wait's deadline to the agent, which sends "
 			   "SIGURG to the thread at that deadline (tp_btf/sched_switch, ring buffer, "
 			   "timerfd); a program that subscribes to SIGURG (signal.Notify) sees one "
 			   "per wait ended; stopped, the agent ends none",
 };
+
+/* The program of A.mech loaded and attached. Chosen by auto, task work the
+ * kernel refuses (it names the kfunc but will not load it here) falls back
+ * to the wake-up mechanism, which needs less; said in one line. */
+static struct ef_abpf *open_mechanism(const int has[EF_KF_COUNT], struct ef_buf *why)
+{
+	struct ef_abpf *b = ef_abpf_open(A.mech, why);
+	if (b || A.want != EF_MECH_AUTO || A.mech != EF_MECH_TASKWORK ||
+	    ef_abpf_choose(EF_MECH_WAKEUP, has) != EF_MECH_WAKEUP)
+		return b;
+	fprintf(stderr, "epollfix agent: taskwork: %s; the wakeup mechanism instead\n", why->p);
+	why->len = 0;
+	A.mech = EF_MECH_WAKEUP;
+	return ef_abpf_open(A.mech, why);
+}
 
 static int check(void)
 {
@@ -480,7 +523,7 @@ static int check(void)
 	enum ef_mechanism m = btf ? ef_abpf_choose(A.want, has) : EF_MECH_AUTO;
 	int ok = m != EF_MECH_AUTO && geteuid() == 0;
 	if (m == EF_MECH_AUTO && A.want == EF_MECH_AUTO)
-		printf("mechanism:   none: this kernel lacks what taskwork needs (above)%s\n",
+		printf("mechanism:   none: this kernel lacks what taskwork and wakeup need (above)%s\n",
 		       btf && ef_abpf_choose(EF_MECH_SIGNAL, has) == EF_MECH_SIGNAL
 			       ? "; --mechanism=signal would apply, sending SIGURG, which a program "
 				 "may see (doc/agent.md)"
@@ -491,8 +534,9 @@ static int check(void)
 		       ef_mechanism_name[A.want]);
 	else
 		printf("mechanism:   %s (%s)\n", ef_mechanism_name[m],
-		       A.want != EF_MECH_AUTO ? "--mechanism"
-					      : "auto: the kernel has the task-work kfunc");
+		       A.want != EF_MECH_AUTO	 ? "--mechanism"
+		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
+					       : "auto: the kernel has no task-work kfunc");
 	/* Why not, in every case: the line is all a skip message or an operator
 	 * reads (nothing was written here before the load was tried). */
 	char text[256] = "";
@@ -500,14 +544,17 @@ static int check(void)
 	if (!btf)
 		ef_fmt(&why, "no BTF");
 	else if (m == EF_MECH_AUTO)
-		ef_fmt(&why, "this kernel lacks what %s needs",
-		       A.want == EF_MECH_AUTO ? "taskwork" : ef_mechanism_name[A.want]);
+		ef_fmt(&why, "this kernel lacks what %s",
+		       A.want == EF_MECH_AUTO ? "taskwork and wakeup need" : A.want == EF_MECH_TASKWORK ? "taskwork needs"
+					      : A.want == EF_MECH_WAKEUP ? "wakeup needs" : "signal needs");
 	else if (geteuid() != 0)
 		ef_fmt(&why, "the agent needs root");
 	if (ok) {
-		struct ef_abpf *b = ef_abpf_open(m, &why);
+		A.mech = m;
+		struct ef_abpf *b = open_mechanism(has, &why);
 		ok = b != NULL;
 		ef_abpf_close(b);
+		m = A.mech;
 	}
 	if (ok)
 		printf("agent:       applies: %s\n", mechanism_text[m]);
@@ -551,7 +598,7 @@ static int run(void)
 			A.want == EF_MECH_AUTO ? "the agent" : ef_mechanism_name[A.want]);
 		return 1;
 	}
-	A.bpf = ef_abpf_open(A.mech, &why);
+	A.bpf = open_mechanism(has, &why);
 	if (!A.bpf) {
 		fprintf(stderr, "epollfix agent: %s (see epollfix agent --check)\n", text);
 		return 1;
@@ -565,6 +612,11 @@ static int run(void)
 			ef_abpf_close(A.bpf);
 			return 1;
 		}
+	}
+	if (A.mech == EF_MECH_WAKEUP && !(A.wake = ef_awake_new(A.bpf, A.verbose))) {
+		fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
+		ef_abpf_close(A.bpf);
+		return 1;
 	}
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -609,6 +661,8 @@ static int run(void)
 				 * without waking the agent (within 100 ms of one
 				 * that woke it), then the rest a scan finds. */
 				execs();
+				if (A.wake)
+					ef_awake_tick(A.wake);
 				if ((seconds += ticks) >= RESCAN_SECONDS) {
 					seconds = 0;
 					if (A.only)
@@ -640,6 +694,7 @@ static int run(void)
 	/* Detaching is closing: the kernel cancels the timers and the task work
 	 * still pending, and nothing is left in any program. */
 	ef_asig_free(A.sig);
+	ef_awake_free(A.wake); /* out of every program's epoll set */
 	ef_abpf_close(A.bpf);
 	free(A.seen);
 	free(A.next);
@@ -666,7 +721,7 @@ int ef_agent_main(int argc, char **argv)
 			while (--m >= 0 && strcmp(a + 12, ef_mechanism_name[m]) != 0)
 				;
 			if (m < 0) {
-				fprintf(stderr, "epollfix %s: --mechanism=%s: not auto, taskwork or signal\n",
+				fprintf(stderr, "epollfix %s: --mechanism=%s: not auto, taskwork, wakeup or signal\n",
 					argv[0], a + 12);
 				return EXIT_USAGE;
 			}

@@ -14,21 +14,24 @@
 #include "netpoll.h"
 #include "netpoll.skel.h"
 #include "netpoll7.skel.h"
-#include "netpoll_signal.skel.h"
+#include "netpollwake.skel.h"
 
 struct ef_abpf {
-	struct ef_netpoll *skel;
+	struct ef_netpoll *skel;      /* task work's object, or */
+	struct ef_netpollwake *wskel; /* the wake-up and signal mechanisms' (no kfunc) */
+	struct bpf_map *procs, *gens, *counters, *sigwaits, *wakers, *events, *deadlines;
 	struct ring_buffer *rb;
-	void (*fn)(uint32_t, void *);
+	void (*fn)(uint32_t, uint32_t, void *);
 	void *arg;
 	void (*deadline_fn)(const struct ef_bpf_deadline *, void *);
 	void *deadline_arg;
 };
 
-const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "signal" };
+const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "wakeup", "signal" };
 
-#define BOTH (1u << EF_MECH_TASKWORK | 1u << EF_MECH_SIGNAL)
+#define ALL (1u << EF_MECH_TASKWORK | 1u << EF_MECH_WAKEUP | 1u << EF_MECH_SIGNAL)
 #define TASKWORK (1u << EF_MECH_TASKWORK)
+#define TIMERS (1u << EF_MECH_TASKWORK | 1u << EF_MECH_WAKEUP)
 
 /* Each feature: how it is found in the kernel's BTF (a function, or an
  * enum's value; `also`, another name that serves as well), and what --check
@@ -49,11 +52,11 @@ static const struct {
 
 const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT] = {
 	[EF_KF_RINGBUF] = { "ring buffer", "BPF_MAP_TYPE_RINGBUF: the kernel's events to the agent",
-			    "no BPF_MAP_TYPE_RINGBUF (Linux 5.8 or later)", BOTH },
+			    "no BPF_MAP_TYPE_RINGBUF (Linux 5.8 or later)", ALL },
 	[EF_KF_PT_REGS] = { "task regs", "bpf_task_pt_regs: the system call a thread sleeps in",
-			    "no bpf_task_pt_regs (Linux 5.15 or later)", BOTH },
+			    "no bpf_task_pt_regs (Linux 5.15 or later)", ALL },
 	[EF_KF_TIMER] = { "bpf_timer", "bpf_timer: a kernel timer at the deadline",
-			  "no bpf_timer (Linux 5.15 or later)", TASKWORK },
+			  "no bpf_timer (Linux 5.15 or later)", TIMERS },
 	[EF_KF_TIMER_ABS] = { "absolute", "BPF_F_TIMER_ABS: the timer set at the runtime's deadline as is",
 			      "no BPF_F_TIMER_ABS (Linux 6.7 or later)", TASKWORK },
 	[EF_KF_TASKWORK] = { "task work", "bpf_task_work_schedule_signal: ends a wait with no signal",
@@ -87,13 +90,21 @@ int ef_abpf_probe(int has[EF_KF_COUNT])
 	return btf ? 0 : -1;
 }
 
-enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT])
+static int applies(enum ef_mechanism m, const int has[EF_KF_COUNT])
 {
-	enum ef_mechanism m = want == EF_MECH_AUTO ? EF_MECH_TASKWORK : want;
 	for (int i = 0; i < EF_KF_COUNT; i++)
 		if ((ef_kfeatures[i].needs & (1u << m)) && !has[i])
-			return EF_MECH_AUTO;
-	return m;
+			return 0;
+	return 1;
+}
+
+enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT])
+{
+	if (want != EF_MECH_AUTO)
+		return applies(want, has) ? want : EF_MECH_AUTO;
+	if (applies(EF_MECH_TASKWORK, has))
+		return EF_MECH_TASKWORK;
+	return applies(EF_MECH_WAKEUP, has) ? EF_MECH_WAKEUP : EF_MECH_AUTO;
 }
 
 /* libbpf's own messages: none. They are many lines, several for one failure,
@@ -107,25 +118,22 @@ static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 
 /* The object for this kernel's name of the task-work kfunc (netpoll.bpf.c:
  * one source, built for each): 7.0's where the kernel has the plain name,
- * else 6.18's (_impl). The signal mechanism's names no kfunc at all: Debian
- * 12's libbpf 1.1 looks for a kfunc the kernel lacks (even a weak one, of a
- * program not loaded) in the modules' BTF, which needs CAP_SYS_ADMIN, which
- * epollfix-agent.service does not grant. All have the same maps and
- * programs: the skeleton is ef_netpoll's, with the other object's bytes. */
-static struct ef_netpoll *open_object(int signal)
+ * else 6.18's (_impl), which a kernel without task work loads too (only the
+ * signal program runs there). Both have the same maps and programs: the
+ * skeleton is ef_netpoll's, with the other object's bytes. */
+static struct ef_netpoll *open_object(void)
 {
-	struct btf *btf = signal ? NULL : btf__load_vmlinux_btf();
+	struct btf *btf = btf__load_vmlinux_btf();
 	int plain = btf && btf__find_by_name_kind(btf, probes[EF_KF_TASKWORK].also, BTF_KIND_FUNC) > 0;
 	btf__free(btf);
-	if (!signal && !plain)
+	if (!plain)
 		return ef_netpoll__open();
 	struct ef_netpoll *skel = calloc(1, sizeof(*skel));
 	if (!skel || ef_netpoll__create_skeleton(skel) != 0) {
 		ef_netpoll__destroy(skel);
 		return NULL;
 	}
-	skel->skeleton->data = signal ? (void *)ef_netpoll_signal__elf_bytes(&skel->skeleton->data_sz)
-				      : (void *)ef_netpoll7__elf_bytes(&skel->skeleton->data_sz);
+	skel->skeleton->data = (void *)ef_netpoll7__elf_bytes(&skel->skeleton->data_sz);
 	if (bpf_object__open_skeleton(skel->skeleton, NULL) != 0) {
 		ef_netpoll__destroy(skel);
 		return NULL;
@@ -140,7 +148,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(e) || !b->fn)
 		return 0;
 	memcpy(&e, data, sizeof(e));
-	b->fn(e.tgid, b->arg);
+	b->fn(e.tgid, e.kind, b->arg);
 	return 0;
 }
 
@@ -163,24 +171,45 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		goto fail;
 	libbpf_set_print(quiet);
 	what = "the kernel refused the program";
+	if (m == EF_MECH_TASKWORK) {
+		/* Its sched_switch program alone: the others' maps shrink to one entry. */
+		struct ef_netpoll *k = b->skel = open_object();
+		if (!k || bpf_program__set_autoload(k->progs.on_switch_signal, 0) != 0 ||
+		    bpf_program__set_autoload(k->progs.on_switch_wake, 0) != 0 ||
+		    bpf_map__set_max_entries(k->maps.sigwaits, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.wakewaits, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.wakers, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.deadlines, 4096) != 0 || ef_netpoll__load(k) != 0)
+			goto fail;
+		b->procs = k->maps.procs, b->gens = k->maps.gens, b->counters = k->maps.counters;
+		b->sigwaits = k->maps.sigwaits, b->wakers = k->maps.wakers;
+		b->events = k->maps.events, b->deadlines = k->maps.deadlines;
+		what = "the kernel refused to attach the program";
+		if (ef_netpoll__attach(k) != 0)
+			goto fail;
+	} else {
+		/* The object with no kfunc (Linux 5.15 on), one of its two
+		 * sched_switch programs. */
+		int signal = m == EF_MECH_SIGNAL;
+		struct ef_netpollwake *k = b->wskel = ef_netpollwake__open();
+		if (!k || bpf_program__set_autoload(k->progs.on_switch_signal, signal) != 0 ||
+		    bpf_program__set_autoload(k->progs.on_switch_wake, !signal) != 0 ||
+		    bpf_map__set_max_entries(signal ? k->maps.wakewaits : k->maps.sigwaits, 1) != 0 ||
+		    (signal && bpf_map__set_max_entries(k->maps.wakers, 1) != 0) ||
+		    bpf_map__set_max_entries(k->maps.deadlines, signal ? 64 * 1024 : 4096) != 0 ||
+		    ef_netpollwake__load(k) != 0)
+			goto fail;
+		b->procs = k->maps.procs, b->gens = k->maps.gens, b->counters = k->maps.counters;
+		b->sigwaits = k->maps.sigwaits, b->wakers = k->maps.wakers;
+		b->events = k->maps.events, b->deadlines = k->maps.deadlines;
+		what = "the kernel refused to attach the program";
+		if (ef_netpollwake__attach(k) != 0)
+			goto fail;
+	}
 	int signal = m == EF_MECH_SIGNAL;
-	if (!(b->skel = open_object(signal)))
-		goto fail;
-	/* One of the two sched_switch programs: the other may call what this
-	 * kernel lacks (the verifier would refuse it); the map only it uses
-	 * shrinks to one entry. */
-	if (bpf_program__set_autoload(b->skel->progs.on_switch, !signal) != 0 ||
-	    bpf_program__set_autoload(b->skel->progs.on_switch_signal, signal) != 0 ||
-	    bpf_map__set_max_entries(signal ? b->skel->maps.threads : b->skel->maps.sigwaits, 1) != 0 ||
-	    bpf_map__set_max_entries(b->skel->maps.deadlines, signal ? 64 * 1024 : 4096) != 0 ||
-	    ef_netpoll__load(b->skel) != 0)
-		goto fail;
-	what = "the kernel refused to attach the program";
-	if (ef_netpoll__attach(b->skel) != 0)
-		goto fail;
 	what = "no ring buffer";
-	if (!(b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.events), on_event, b, NULL)) ||
-	    (signal && ring_buffer__add(b->rb, bpf_map__fd(b->skel->maps.deadlines), on_deadline, b) != 0))
+	if (!(b->rb = ring_buffer__new(bpf_map__fd(b->events), on_event, b, NULL)) ||
+	    (signal && ring_buffer__add(b->rb, bpf_map__fd(b->deadlines), on_deadline, b) != 0))
 		goto fail;
 	return b;
 fail:;
@@ -197,13 +226,14 @@ void ef_abpf_close(struct ef_abpf *b)
 		return;
 	ring_buffer__free(b->rb);
 	ef_netpoll__destroy(b->skel);
+	ef_netpollwake__destroy(b->wskel);
 	free(b);
 }
 
 uint64_t ef_abpf_generation(struct ef_abpf *b, uint32_t tgid)
 {
 	__u64 gen = 0;
-	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.gens), &tgid, &gen) != 0)
+	if (bpf_map_lookup_elem(bpf_map__fd(b->gens), &tgid, &gen) != 0)
 		gen = 0;
 	return gen;
 }
@@ -212,7 +242,7 @@ int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t star
 		   uint64_t sched_addr, uint64_t epfd_addr)
 {
 	struct ef_bpf_proc p = { .sched_addr = sched_addr, .epfd_addr = epfd_addr, .start = start };
-	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.procs), &tgid, &p, BPF_ANY) != 0)
+	if (bpf_map_update_elem(bpf_map__fd(b->procs), &tgid, &p, BPF_ANY) != 0)
 		return -1;
 	/* An exec or the end after the process was read: what was read may
 	 * name another image; the kernel dropped its entry before this one. */
@@ -227,13 +257,13 @@ int ef_abpf_detach(struct ef_abpf *b, uint32_t tgid)
 {
 	/* Its threads' entries stay until they exit: a timer still pending
 	 * finds the process detached and does nothing. */
-	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.procs), &tgid);
+	return bpf_map_delete_elem(bpf_map__fd(b->procs), &tgid);
 }
 
 int ef_abpf_attached(struct ef_abpf *b, uint32_t tgid)
 {
 	struct ef_bpf_proc p;
-	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.procs), &tgid, &p) == 0;
+	return bpf_map_lookup_elem(bpf_map__fd(b->procs), &tgid, &p) == 0;
 }
 
 void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n)
@@ -243,7 +273,7 @@ void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n)
 	for (__u32 k = 0; k < n; k++) {
 		count[k] = 0;
 		if (!v || k >= EF_BC_COUNT ||
-		    bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.counters), &k, v) != 0)
+		    bpf_map_lookup_elem(bpf_map__fd(b->counters), &k, v) != 0)
 			continue;
 		for (int c = 0; c < ncpu; c++)
 			count[k] += v[c];
@@ -254,7 +284,7 @@ void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n)
 size_t ef_abpf_each(struct ef_abpf *b, void (*fn)(uint32_t tgid, const struct ef_bpf_proc *p, void *arg),
 		    void *arg)
 {
-	int fd = bpf_map__fd(b->skel->maps.procs);
+	int fd = bpf_map__fd(b->procs);
 	__u32 key, next;
 	struct ef_bpf_proc p;
 	size_t n = 0;
@@ -276,7 +306,7 @@ int ef_abpf_events_fd(struct ef_abpf *b)
 	return ring_buffer__epoll_fd(b->rb);
 }
 
-int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, void *arg), void *arg)
+int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, uint32_t kind, void *arg), void *arg)
 {
 	b->fn = fn;
 	b->arg = arg;
@@ -294,5 +324,37 @@ void ef_abpf_on_deadline(struct ef_abpf *b, void (*fn)(const struct ef_bpf_deadl
 
 int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s)
 {
-	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.sigwaits), &tid, s);
+	return bpf_map_lookup_elem(bpf_map__fd(b->sigwaits), &tid, s);
+}
+
+int ef_abpf_waker_new(void)
+{
+	return bpf_map_create(BPF_MAP_TYPE_RINGBUF, "waker", 0, 0, EF_BPF_WAKER_SIZE, NULL);
+}
+
+/* A change to a map of maps waits for every BPF program running to end
+ * (synchronize_rcu: 8-20 ms here), so the agent makes its changes in
+ * batches: one wait per batch where the kernel takes the map's batch
+ * operations (6.18 does), one per change where it refuses them. */
+int ef_abpf_set_wakers(struct ef_abpf *b, const uint32_t *tgids, const int *fds, size_t n)
+{
+	int map = bpf_map__fd(b->wakers), failed = 0;
+	__u32 count = (__u32)n;
+	if (!n || bpf_map_update_batch(map, tgids, fds, &count, NULL) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		__u32 v = (__u32)fds[i];
+		failed |= bpf_map_update_elem(map, &tgids[i], &v, BPF_ANY) != 0;
+	}
+	return failed ? -1 : 0;
+}
+
+void ef_abpf_drop_wakers(struct ef_abpf *b, const uint32_t *tgids, size_t n)
+{
+	int map = bpf_map__fd(b->wakers);
+	__u32 count = (__u32)n;
+	if (!n || bpf_map_delete_batch(map, tgids, &count, NULL) == 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(map, &tgids[i]); /* one gone already: ENOENT, and on */
 }

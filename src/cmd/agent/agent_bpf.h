@@ -16,9 +16,11 @@ struct ef_bpf_deadline;
 struct ef_bpf_sigwait;
 
 /* How a wait is ended at its deadline: by the kernel's task work (no
- * signal, Linux 6.18), or by the agent's SIGURG (agent_signal.c). */
-enum ef_mechanism { EF_MECH_AUTO, EF_MECH_TASKWORK, EF_MECH_SIGNAL, EF_MECH_COUNT };
-extern const char *const ef_mechanism_name[EF_MECH_COUNT]; /* auto, taskwork, signal */
+ * signal, Linux 6.18), by the kernel's write of a waker the runtime's epoll
+ * set holds as its own wake-up (no signal, Linux 5.15, agent_wake.c), or by
+ * the agent's SIGURG (agent_signal.c). */
+enum ef_mechanism { EF_MECH_AUTO, EF_MECH_TASKWORK, EF_MECH_WAKEUP, EF_MECH_SIGNAL, EF_MECH_COUNT };
+extern const char *const ef_mechanism_name[EF_MECH_COUNT]; /* auto, taskwork, wakeup, signal */
 
 /* What the kernel offers, read from its BTF (loads nothing). */
 enum ef_kfeature {
@@ -38,12 +40,13 @@ extern const struct ef_kfeature_info ef_kfeatures[EF_KF_COUNT];
 /* has[i]: 1 when the kernel has feature i. 0, or -1 when it has no BTF. */
 int ef_abpf_probe(int has[EF_KF_COUNT]);
 /* The mechanism `want` resolves to with what the kernel has: AUTO when it
- * has too little for it. AUTO wants task work alone: the signal mechanism
- * sends SIGURG, which a program may see (signal.Notify) and which ends a
- * system call its cgo code sleeps in, so it runs only when asked for. */
+ * has too little for it. AUTO is task work where the kernel has the kfunc,
+ * else wake-up, never the signal: it sends SIGURG, which a program may see
+ * (signal.Notify) and which ends a system call its cgo code sleeps in, so it
+ * runs only when asked for. */
 enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT]);
 
-/* Loads and attaches the program of mechanism `m` (TASKWORK or SIGNAL):
+/* Loads and attaches the program of mechanism `m` (not AUTO):
  * NULL with why in *why when it cannot. */
 struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why);
 void ef_abpf_close(struct ef_abpf *b);
@@ -70,7 +73,7 @@ size_t ef_abpf_each(struct ef_abpf *b, void (*fn)(uint32_t tgid, const struct ef
 
 /* Execs: a file descriptor to poll, and the events read from it. */
 int ef_abpf_events_fd(struct ef_abpf *b);
-int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, void *arg), void *arg);
+int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, uint32_t kind, void *arg), void *arg);
 
 /* The signal mechanism: each deadline the kernel sends is given to fn,
  * read with the exec events (ef_abpf_events); and a thread's entry, whose
@@ -78,5 +81,12 @@ int ef_abpf_events(struct ef_abpf *b, void (*fn)(uint32_t tgid, void *arg), void
 void ef_abpf_on_deadline(struct ef_abpf *b, void (*fn)(const struct ef_bpf_deadline *, void *),
 			 void *arg);
 int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s);
+
+/* The wake-up mechanism: a new waker (a ring buffer the size the kernel's
+ * wakers map takes), its fd or -1; n of them put as tgids' (replacing any:
+ * -1 when any failed), or dropped. */
+int ef_abpf_waker_new(void);
+int ef_abpf_set_wakers(struct ef_abpf *b, const uint32_t *tgids, const int *fds, size_t n);
+void ef_abpf_drop_wakers(struct ef_abpf *b, const uint32_t *tgids, size_t n);
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "goimage.h"
+#include "gowake.h"
 #include "proc.h"
 
 #define KCMP_FILE_ 0
@@ -293,46 +294,6 @@ static struct proc *process_of(pid_t tid)
 
 /* ---- Arming ------------------------------------------------------------------ */
 
-/* 1 when the epoll file has the item of fd wakefd registered EPOLLIN with
- * data tag: the runtime's own wake-up (fdinfo: "tfd: N events: E data: D
- * ..."; epoll_ctl adds EPOLLERR and EPOLLHUP to every item's events); 0 when
- * it has none; -1 when its fdinfo cannot be opened (no fd left). The fd, read
- * from the runtime's variable, and the data, the release's (goimage.h), must
- * agree: from Go 1.27 the data is 0, which alone names nothing. */
-static int has_tag(int dup, uint64_t tag, int64_t wakefd)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", dup);
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
-	size_t have = 0;
-	ssize_t n;
-	if (fd < 0)
-		return -1;
-	/* One line per item, thousands for a busy server: read line by line. */
-	while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		have += (size_t)n;
-		buf[have] = '\0';
-		char *line = buf, *end;
-		while (!found && (end = strchr(line, '\n'))) {
-			unsigned events;
-			unsigned long long data;
-			long long tfd;
-			*end = '\0';
-			if (sscanf(line, "tfd: %lld events: %x data: %llx", &tfd, &events, &data) == 3 &&
-			    tfd == wakefd && data == tag &&
-			    (events & ~(unsigned)(EPOLLERR | EPOLLHUP)) == EPOLLIN)
-				found = 1;
-			line = end + 1;
-		}
-		have = strlen(line);
-		if (have == sizeof(buf) - 1) /* no line is that long: not an epoll file */
-			break;
-		memmove(buf, line, have);
-	}
-	close(fd);
-	return found;
-}
-
 /* The instance for the target's fd: ours when kcmp says the number still
  * names the same file, else a new one. NULL, with the counter to blame. */
 static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *why)
@@ -354,39 +315,20 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 		drop_instance(&p->inst[0]);
 		freei = &p->inst[0];
 	}
-	uint64_t tag = ef_go_wake_tag(&p->img, p->bias);
-	int64_t wakefd;
-	struct iovec local = { &wakefd, sizeof(wakefd) };
-	struct iovec remote = { (void *)(uintptr_t)(p->img.wake + p->bias), sizeof(wakefd) };
-	if (process_vm_readv(p->tgid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(wakefd)) {
-		*why = EF_GC_UNREADABLE;
-		return NULL;
-	}
-	int dup = (int)syscall(SYS_pidfd_getfd, p->pidfd, fd, 0);
-	if (dup < 0) {
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), dup;
+	if (tfd < 0) {
 		*why = errno == EMFILE || errno == ENFILE ? EF_GC_NO_FD : EF_GC_UNREADABLE;
 		return NULL;
 	}
-	int tagged = has_tag(dup, tag, wakefd);
-	if (tagged != 1) {
-		close(dup);
-		*why = tagged < 0 ? EF_GC_NO_FD : EF_GC_NO_TAG;
-		return NULL;
-	}
-	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (tfd < 0 && (errno == EMFILE || errno == ENFILE)) {
-		close(dup);
-		*why = EF_GC_NO_FD;
-		return NULL;
-	}
-	/* Edge-triggered: each expiry is one event, reported exactly EPOLLIN,
-	 * as the runtime requires of its wake-up; never read, re-armed. */
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = tag };
-	if (tfd < 0 || epoll_ctl(dup, EPOLL_CTL_ADD, tfd, &ev) != 0) {
-		if (tfd >= 0)
-			close(tfd);
-		close(dup);
-		*why = EF_GC_UNREADABLE;
+	/* Never read: each expiry is one event of the runtime's wake-up; re-armed. */
+	static const enum ef_go_counter blame[] = { [EF_GO_WAKE_UNREADABLE] = EF_GC_UNREADABLE,
+						    [EF_GO_WAKE_NO_FD] = EF_GC_NO_FD,
+						    [EF_GO_WAKE_NO_TAG] = EF_GC_NO_TAG };
+	enum ef_go_wake_why w = ef_go_wake_join(p->tgid, p->pidfd, fd, p->img.wake + p->bias,
+						ef_go_wake_tag(&p->img, p->bias), tfd, &dup);
+	if (w != EF_GO_WAKE_OK) {
+		close(tfd);
+		*why = blame[w];
 		return NULL;
 	}
 	*freei = (struct instance){ .fd = fd, .dup = dup, .tfd = tfd, .armed = -1 };
