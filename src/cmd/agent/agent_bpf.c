@@ -163,6 +163,12 @@ static int on_deadline(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* The maps every mechanism uses, from either skeleton (the same names). */
+#define TAKE_MAPS(b, k)                                                                       \
+	((b)->procs = (k)->maps.procs, (b)->gens = (k)->maps.gens, (b)->counters = (k)->maps.counters, \
+	 (b)->sigwaits = (k)->maps.sigwaits, (b)->wakers = (k)->maps.wakers,                        \
+	 (b)->events = (k)->maps.events, (b)->deadlines = (k)->maps.deadlines)
+
 struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 {
 	struct ef_abpf *b = calloc(1, sizeof(*b));
@@ -181,9 +187,7 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		    bpf_map__set_max_entries(k->maps.wakers, 1) != 0 ||
 		    bpf_map__set_max_entries(k->maps.deadlines, 4096) != 0 || ef_netpoll__load(k) != 0)
 			goto fail;
-		b->procs = k->maps.procs, b->gens = k->maps.gens, b->counters = k->maps.counters;
-		b->sigwaits = k->maps.sigwaits, b->wakers = k->maps.wakers;
-		b->events = k->maps.events, b->deadlines = k->maps.deadlines;
+		TAKE_MAPS(b, k);
 		what = "the kernel refused to attach the program";
 		if (ef_netpoll__attach(k) != 0)
 			goto fail;
@@ -199,9 +203,7 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		    bpf_map__set_max_entries(k->maps.deadlines, signal ? 64 * 1024 : 4096) != 0 ||
 		    ef_netpollwake__load(k) != 0)
 			goto fail;
-		b->procs = k->maps.procs, b->gens = k->maps.gens, b->counters = k->maps.counters;
-		b->sigwaits = k->maps.sigwaits, b->wakers = k->maps.wakers;
-		b->events = k->maps.events, b->deadlines = k->maps.deadlines;
+		TAKE_MAPS(b, k);
 		what = "the kernel refused to attach the program";
 		if (ef_netpollwake__attach(k) != 0)
 			goto fail;
