@@ -347,6 +347,31 @@ static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+/* The entry of thread tid in a per-thread map (threads, sigwaits,
+ * wakewaits: values holding their process's tgid at tgid_at) when it is this
+ * process's. One that another process's thread left, of this tid once, is
+ * not this thread's (nor, for task work, is its task reference): deleted. */
+static __always_inline void *own_entry(void *map, __u32 tid, __u32 tgid, __u32 tgid_at)
+{
+	void *e = bpf_map_lookup_elem(map, &tid);
+	if (e && *(__u32 *)((char *)e + tgid_at) != tgid) {
+		bpf_map_delete_elem(map, &tid);
+		return NULL;
+	}
+	return e;
+}
+
+/* Thread tid's new entry in map, made from fresh; NULL, counted, when the
+ * map is full. */
+static __always_inline void *new_entry(void *map, __u32 tid, const void *fresh, struct ef_bpf_proc *p)
+{
+	if (bpf_map_update_elem(map, &tid, fresh, BPF_NOEXIST) != 0) {
+		count(EF_BC_FULL, p);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, &tid);
+}
+
 #ifndef EF_NO_KFUNCS
 /* Task work (Linux 6.18): a bpf_timer at the deadline whose callback ends
  * the wait. Loaded when the kernel has the kfunc (agent_bpf.c). */
@@ -362,13 +387,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (t && t->tgid != tgid) {
-		/* Another process's thread once had this tid: its entry and
-		 * its task reference are not this thread's. */
-		bpf_map_delete_elem(&threads, &tid);
-		t = NULL;
-	}
+	t = own_entry(&threads, tid, tgid, offsetof(struct thread, tgid));
 	if (t)
 		t->deadline = 0; /* whatever this sleep is, the one armed for is over */
 	if (netpoll_wait(preempt, prev, p, &w) != 0)
@@ -380,11 +399,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	if (!t) {
 		struct thread fresh = { .tgid = tgid };
-		if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST) != 0) {
-			count(EF_BC_FULL, p);
-			return 0;
-		}
-		t = bpf_map_lookup_elem(&threads, &tid);
+		t = new_entry(&threads, tid, &fresh, p);
 		if (!t)
 			return 0;
 		bpf_timer_init(&t->timer, &threads, CLOCK_MONOTONIC);
@@ -455,11 +470,7 @@ int BPF_PROG(on_switch_signal, bool preempt, struct task_struct *prev, struct ta
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
-	s = bpf_map_lookup_elem(&sigwaits, &tid);
-	if (s && s->tgid != tgid) {
-		bpf_map_delete_elem(&sigwaits, &tid); /* another process's, of this tid once */
-		s = NULL;
-	}
+	s = own_entry(&sigwaits, tid, tgid, offsetof(struct ef_bpf_sigwait, tgid));
 	if (s)
 		sigwait_over(s);
 	if (netpoll_wait(preempt, prev, p, &w) != 0)
@@ -470,11 +481,7 @@ int BPF_PROG(on_switch_signal, bool preempt, struct task_struct *prev, struct ta
 	}
 	if (!s) {
 		struct ef_bpf_sigwait fresh = { .tgid = tgid };
-		if (bpf_map_update_elem(&sigwaits, &tid, &fresh, BPF_NOEXIST) != 0) {
-			count(EF_BC_FULL, p);
-			return 0;
-		}
-		s = bpf_map_lookup_elem(&sigwaits, &tid);
+		s = new_entry(&sigwaits, tid, &fresh, p);
 		if (!s)
 			return 0;
 	}
@@ -583,11 +590,7 @@ int BPF_PROG(on_switch_wake, bool preempt, struct task_struct *prev, struct task
 	p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
-	w = bpf_map_lookup_elem(&wakewaits, &tid);
-	if (w && w->tgid != tgid) {
-		bpf_map_delete_elem(&wakewaits, &tid); /* another process's, of this tid once */
-		w = NULL;
-	}
+	w = own_entry(&wakewaits, tid, tgid, offsetof(struct wakewait, tgid));
 	if (w)
 		w->waiting = 0; /* whatever this sleep is, the wait armed for is over */
 	if (netpoll_wait(preempt, prev, p, &wt) != 0)
@@ -608,11 +611,7 @@ int BPF_PROG(on_switch_wake, bool preempt, struct task_struct *prev, struct task
 	}
 	if (!w) {
 		struct wakewait fresh = { .tgid = tgid };
-		if (bpf_map_update_elem(&wakewaits, &tid, &fresh, BPF_NOEXIST) != 0) {
-			count(EF_BC_FULL, p);
-			return 0;
-		}
-		w = bpf_map_lookup_elem(&wakewaits, &tid);
+		w = new_entry(&wakewaits, tid, &fresh, p);
 		if (!w)
 			return 0;
 		bpf_timer_init(&w->timer, &wakewaits, CLOCK_MONOTONIC);
