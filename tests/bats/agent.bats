@@ -707,13 +707,14 @@ start_unit_agent() {
 	start_agent --via setpriv --bounding-set="-all,$caps" --inh-caps=-all -- "$@"
 }
 
-# most_ended LABEL: the agent's last report says it ended at least 90% of
-# the netpoll waits it saw, and at least $SERVED (150; emulated, where few
-# sleeps reach the netpoller, one).
+# most_ended LABEL [WAITS ENDED]: the agent's last report says it ended at
+# least 90% of the netpoll waits it saw (since a report that counted WAITS
+# and ENDED), and at least $SERVED (150; emulated, where few sleeps reach the
+# netpoller, one).
 most_ended() {
 	local waits ended
-	waits=$(counter waits) ended=$(counter ended)
-	[ -n "$waits" ] && [ "$ended" -ge "$SERVED" ] && [ $((ended * 10)) -ge $((waits * 9)) ] ||
+	waits=$(($(counter waits) - ${2:-0})) ended=$(($(counter ended) - ${3:-0}))
+	[ "$ended" -ge "$SERVED" ] && [ $((ended * 10)) -ge $((waits * 9)) ] ||
 		fail "$1: $ended of $waits waits ended: $(cat "$log")"
 }
 
@@ -725,7 +726,7 @@ most_ended() {
 # only. tests/kernels/run runs it on 6.1 and 6.12, where auto is wakeup.
 @test "the service as shipped (auto, the unit's bounding set): the installed Go (1.26) and Go 1.27 programs served, 90% of their waits ended, no SIGURG; the agent's SIGSTOP and SIGKILL leave them running, exit 0" {
 	needs auto
-	local p seen mechanism
+	local p seen mechanism waits ended
 	for p in "local static" "go1.27.3 stripped-pie"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(own "$(prog $p phases)")"
@@ -733,10 +734,16 @@ most_ended() {
 		native "$p: before the agent"
 		seen=$(field sigurg) # the runtime's own, without the agent
 		start_unit_agent agent --path="$mine/"
+		# Judged after a first round: wakeup makes the program's waker at
+		# its first wait, which takes the agent a few of them emulated (25
+		# of 204 waits in one run in the 6.12 guest; none or one here).
+		round 300
+		report
+		waits=$(counter waits) ended=$(counter ended)
 		round 300
 		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$p: served: $output; $(cat "$log")"
 		report
-		most_ended "$p"
+		most_ended "$p" "$waits" "$ended"
 		kill -STOP "$agent_pid"
 		round 300 # the kernel goes on alone
 		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$p: the agent stopped: $output"
