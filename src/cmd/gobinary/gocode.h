@@ -31,6 +31,7 @@
 struct ef_go_vars {
 	uint64_t sched, epfd, wake; /* link-time addresses */
 	int nil_tag; /* the wake-up item's data is 0, not wake's address (Go 1.27) */
+	uint32_t pcln_magic; /* the function table's format (gopclntab.h) */
 };
 
 /* 0 and *v filled, or -1 with *why (a few static words). */
