@@ -159,7 +159,7 @@ static int header_ok(const struct ef_file *e, struct pcln *t)
 }
 
 /* The function table: its section, or, where an external linker merged that
- * into .data.rel.ro (a cgo PIE of Go 1.20 to 1.25), the one header in the
+ * into .data.rel.ro (a cgo PIE of Go 1.19 to 1.25), the one header in the
  * loaded bytes that exactly one module's data points at. Headers are
  * collected first, at most MAX_CANDIDATES (a real binary has one; more is a
  * forged file), then matched in one pass: the cost is a few scans of the
