@@ -662,6 +662,14 @@ go_variant() {
 	run "$cmd" --check "$BATS_TEST_TMPDIR/19"
 	assert_failure 1
 	assert_line --regexp "is a Go program \(go1\.19\.14\): runtime layout unknown for this release \(Go 1\.19: its function table's format is that of Go 1\.20 and later; served: Go 1\.19 to 1\.27, "
+	# Up to 1.19 the table's header always names the module's text start, as
+	# the runtime checks at start-up: another, or none, is refused.
+	for v in +16 0; do
+		go_variant "$p" "$BATS_TEST_TMPDIR/text" --text-start "$v"
+		run "$cmd" go-image "$BATS_TEST_TMPDIR/text"
+		assert_failure 1
+		assert_output --partial "(the .gopclntab's text start is not the module's)"
+	done
 }
 
 @test "fds 0, 1 and 2 closed: the program starts, supervised, and finds them as it would without" {
