@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The Go supervisor (doc/go.md): `epollfix PROGRAM` supervises a Go program,
 # so the runtime's own sub-ms timers end at their deadline. Real Go programs
-# (tests/progs/go), built with the installed Go and two older releases; judged
+# (tests/progs/go), built with the installed Go, older releases (Go 1.19 with
+# Debian 12's package) and a newer one (tests/progs/go/build); judged
 # by the supervisor's counters (its report, --stats), exit codes and the
 # programs' own checks (no sleep early, no echo or signal lost), not by time.
 
