@@ -215,7 +215,7 @@ report() {
 @test "attach PID: a running Go program's 50 us sleeps end well under 1 ms; detach leaves it as it was" {
 	needs taskwork
 	local release
-	for release in local go1.27.3 go1.22.12 go1.20.14; do
+	for release in local go1.27.3 go1.22.12 go1.20.14 go1.19; do
 		start_phases "$(prog "$release" static phases)"
 		round 100
 		native "$release: before attach"
@@ -388,11 +388,11 @@ attached_round() {
 	[ "$(counter ended)" -ge "$SERVED" ] || fail "$1: $(cat "$log")"
 }
 
-@test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.20, 1.22, installed, 1.27; PIE)" {
+@test "attach PID: a stripped program's (-s -w) 50 us sleeps end well under 1 ms (Go 1.19, 1.20, 1.22, installed, 1.27; PIE)" {
 	needs taskwork
 	local p
-	for p in "local stripped" "go1.27.3 stripped" "go1.22.12 stripped" "go1.20.14 stripped" "local stripped-pie" \
-		"go1.27.3 stripped-pie"; do
+	for p in "local stripped" "go1.27.3 stripped" "go1.22.12 stripped" "go1.20.14 stripped" "go1.19 stripped" \
+		"local stripped-pie" "go1.27.3 stripped-pie" "go1.19 stripped-pie"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(prog $p phases)"
 		attached_round "$p"
@@ -1037,11 +1037,11 @@ ms_since() {
 	[ "$status" = 4 ] || fail "status $status: $stderr"
 	[ "$stderr" = "epollfix attach: pid $! ($(command -v sleep)): not attached: not Go" ] || fail "$stderr"
 
-	forge_go release go1.19.8 "$mine" # a release whose runtime was not read
+	forge_go release go1.18.9 "$mine" # a release whose runtime was not read
 	run_forged
 	run --separate-stderr timeout 20 "$cmd" attach "${mech[@]}" "$forged_pid" 5>&-
 	[ "$status" = 4 ] || fail "status $status: $stderr"
-	[[ "$stderr" == "epollfix attach: pid $forged_pid ($forged, go1.19.8): not attached: runtime layout unknown for this release"* ]] ||
+	[[ "$stderr" == "epollfix attach: pid $forged_pid ($forged, go1.18.9): not attached: runtime layout unknown for this release (Go 1.18: before 1.19 no runtime was checked"* ]] ||
 		fail "$stderr"
 
 	run --separate-stderr "$cmd" attach "${mech[@]}" 99999999
@@ -1090,11 +1090,11 @@ wakers() {
 	echo 0
 }
 
-@test "attach --mechanism=wakeup: Go 1.20 to 1.27, static, stripped, PIE, cgo: 90% of the waits ended, no SIGURG, the waker in the epoll set while attached and gone after detach" {
+@test "attach --mechanism=wakeup: Go 1.19 to 1.27, static, stripped, PIE, cgo: 90% of the waits ended, no SIGURG, the waker in the epoll set while attached and gone after detach" {
 	needs wakeup
 	local p seen
-	for p in "go1.20.14 static" "go1.22.12 stripped" "local pie" "local stripped-pie" "go1.27.3 stripped-pie" \
-		"go1.27.3 dynamic"; do
+	for p in "go1.20.14 static" "go1.19 stripped" "go1.22.12 stripped" "local pie" "local stripped-pie" \
+		"go1.27.3 stripped-pie" "go1.27.3 dynamic"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(prog $p phases)"
 		round 300

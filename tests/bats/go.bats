@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The Go supervisor (doc/go.md): `epollfix PROGRAM` supervises a Go program,
 # so the runtime's own sub-ms timers end at their deadline. Real Go programs
-# (tests/progs/go), built with the installed Go and two older releases; judged
+# (tests/progs/go), built with the installed Go, older releases (Go 1.19 with
+# Debian 12's package) and a newer one (tests/progs/go/build); judged
 # by the supervisor's counters (its report, --stats), exit codes and the
 # programs' own checks (no sleep early, no echo or signal lost), not by time.
 
@@ -123,6 +124,12 @@ sleeps_supervised() {
 	sleeps_supervised go1.20.14 pie
 }
 
+@test "sub-ms sleeps: one timer each at the runtime's deadline (Go 1.19, Debian 12's: static, dynamic, PIE)" {
+	sleeps_supervised go1.19 static
+	sleeps_supervised go1.19 dynamic
+	sleeps_supervised go1.19 pie
+}
+
 @test "sub-ms sleeps: one timer each at the runtime's deadline (Go 1.27, its layout read from its code: static, dynamic, PIE)" {
 	sleeps_supervised go1.27.3 static
 	sleeps_supervised go1.27.3 dynamic
@@ -169,9 +176,9 @@ sleeps_supervised() {
 	fail "still running: $sup $heir"
 }
 
-@test "stress: sleepers, ping-pong, a signal storm, an os/exec child, a re-exec in place (installed Go, PIE, 1.22, 1.20)" {
+@test "stress: sleepers, ping-pong, a signal storm, an os/exec child, a re-exec in place (installed Go, PIE, 1.22, 1.20, 1.19)" {
 	local r v
-	for r in "local static" "local pie" "go1.22.12 static" "go1.20.14 static"; do
+	for r in "local static" "local pie" "go1.22.12 static" "go1.20.14 static" "go1.19 static"; do
 		read -r rel v <<<"$r"
 		[ "$v" = static ] || [ "$EPOLLFIX_LIBC" = glibc ] || continue
 		rm -f "$report"
@@ -468,9 +475,9 @@ start_ready() {
 	[ "$(counter notifications)" -le 20 ] || fail "$(cat "$report")"
 }
 
-@test "go-image: the addresses read from the runtime's code are those of .symtab (Go 1.20, 1.22, installed: static, dynamic, PIE)" {
+@test "go-image: the addresses read from the runtime's code are those of .symtab (Go 1.19, 1.20, 1.22, installed: static, dynamic, PIE)" {
 	local r v p a c
-	for r in local go1.22.12 go1.20.14; do
+	for r in local go1.22.12 go1.20.14 go1.19; do
 		for v in static dynamic pie; do
 			p=$(prog "$r" "$v" sleeps)
 			a=$("$cmd" go-image "$p") || fail "$r $v: $a"
@@ -487,7 +494,7 @@ start_ready() {
 	c=$("$cmd" go-image "$BATS_TEST_TMPDIR/stripped")
 	[ "${c/ code / symtab }" = "$("$cmd" go-image "$p")" ] || fail "$c"
 	# Built with -s -w: read from the code.
-	for r in local go1.22.12 go1.20.14; do
+	for r in local go1.22.12 go1.20.14 go1.19; do
 		for v in stripped stripped-pie; do
 			run "$cmd" go-image "$(prog "$r" "$v" sleeps)"
 			assert_success
@@ -499,15 +506,16 @@ start_ready() {
 	assert_output --partial "stripped: no .symtab, and no addresses from the runtime's code ("
 }
 
-# forge SRC DST N: a copy of the stripped Go program SRC whose .gopclntab
+# forge SRC DST N [MAGIC]: a copy of the stripped Go program SRC whose .gopclntab
 # section is renamed (so its table is looked for in the loaded bytes, as in a
 # cgo PIE), its writable segment grown by 4 MiB starting with N forged table
-# headers (filled with them when N is "all"): each header once cost a scan of
-# that segment.
+# headers (filled with them when N is "all") of the format MAGIC (Go 1.20's
+# unless told): each header once cost a scan of that segment.
 forge() {
 	python3 - "$@" <<'PY'
 import struct, sys
 src, dst, n = sys.argv[1:4]
+magic = int(sys.argv[4], 0) if len(sys.argv) > 4 else 0xfffffff1
 b = bytearray(open(src, "rb").read())
 phoff, shoff = struct.unpack_from("<QQ", b, 0x20)
 phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", b, 0x36)
@@ -521,7 +529,7 @@ ph = [struct.unpack_from("<IIQQQQQQ", b, phoff + i * phentsize) for i in range(p
 i = max((p[2], i) for i, p in enumerate(ph) if p[0] == 1 and p[1] & 2)[1]
 b += bytes(-len(b) % 8)
 # magic, pads, minLC 1, ptrSize 8; one function; every offset 8
-h = struct.pack("<IBBBBQQQQQQQQ", 0xfffffff1, 0, 0, 1, 8, 1, 0, 0, 8, 8, 8, 8, 8)
+h = struct.pack("<IBBBBQQQQQQQQ", magic, 0, 0, 1, 8, 1, 0, 0, 8, 8, 8, 8, 8)
 size = 4 << 20
 b += (h * (size // 72 if n == "all" else int(n))).ljust(size, b"\0")
 filesz = len(b) - ph[i][2]
@@ -548,21 +556,30 @@ PY
 	assert_failure 1
 	assert_output --partial "(too many function table headers (a forged file))"
 	[ "$SECONDS" -lt 4 ] || fail "$SECONDS s"
+	# Go 1.19's table, among forged headers of its format.
+	local p19
+	p19=$(prog go1.19 stripped sleeps)
+	forge "$p19" "$BATS_TEST_TMPDIR/found19" 8 0xfffffff0
+	run "$cmd" go-image "$BATS_TEST_TMPDIR/found19"
+	assert_success
+	[ "$output" = "$("$cmd" go-image "$p19")" ] || fail "$output"
 }
 
-@test "a stripped Go program (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed, 1.27)" {
+@test "a stripped Go program (-s -w) is served: one timer per sub-ms sleep (Go 1.19, 1.20, 1.22, installed, 1.27)" {
 	sleeps_supervised local stripped
 	sleeps_supervised go1.27.3 stripped
 	sleeps_supervised go1.22.12 stripped
 	sleeps_supervised go1.20.14 stripped
+	sleeps_supervised go1.19 stripped
 }
 
-@test "a stripped Go PIE (-s -w) is served: one timer per sub-ms sleep (Go 1.20, 1.22, installed, 1.27)" {
+@test "a stripped Go PIE (-s -w) is served: one timer per sub-ms sleep (Go 1.19, 1.20, 1.22, installed, 1.27)" {
 	need_glibc # a PIE has a loader: the glibc build's library is preloaded
 	sleeps_supervised local stripped-pie
 	sleeps_supervised go1.27.3 stripped-pie
 	sleeps_supervised go1.22.12 stripped-pie
 	sleeps_supervised go1.20.14 stripped-pie
+	sleeps_supervised go1.19 stripped-pie
 }
 
 @test "go-image: Go 1.27's layout is read from its code, which .symtab agrees with; its wake-up item's data is 0" {
@@ -611,7 +628,7 @@ go_variant() {
 		go_variant "$(prog go1.27.3 static sleeps)" "$BATS_TEST_TMPDIR/$p" --version "$p" --symbol runtime.epfd +64
 		run "$cmd" --check "$BATS_TEST_TMPDIR/$p"
 		assert_failure 1
-		assert_line --regexp "is a Go program \($p\): runtime layout unknown for this release \(Go 1\.2[78]: \.symtab's runtime\.epfd is not the one the runtime's code uses; served: Go 1\.20 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
+		assert_line --regexp "is a Go program \($p\): runtime layout unknown for this release \(Go 1\.2[78]: \.symtab's runtime\.epfd is not the one the runtime's code uses; served: Go 1\.19 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
 	done
 	rm -f "$report"
 	run --separate-stderr "$cmd" --stats="$report" "$BATS_TEST_TMPDIR/go1.28.0" 100us 20
@@ -620,19 +637,40 @@ go_variant() {
 	[ ! -s "$report" ] || ! grep -q "Go supervisor" "$report" || fail "supervised: $(cat "$report")"
 }
 
-@test "Go 1.19 (Debian 12's): refused, the refusal saying why and which releases are served" {
-	local bin=$EPOLLFIX_BUILD/go/go1.19/stripped/sleeps go=/usr/lib/go-1.19/bin/go
-	if [ ! -x "$bin" ]; then
-		[ -x "$go" ] || skip_missing "no Go 1.19 (Debian 12's golang-1.19-go)"
-		mkdir -p "$(dirname "$bin")"
-		(cd "$PROGS_SRC/go" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=0 \
-			"$go" build -ldflags='-s -w' -o "$bin" ./sleeps) || fail "go 1.19 build failed"
-	fi
-	run "$cmd" --check "$bin"
+@test "Go 1.19 (Debian 12's) is served; a release before is refused saying why; a build information and a function table of different releases are refused" {
+	command -v python3 >/dev/null || skip_missing "no python3"
+	local p v
+	p=$(prog go1.19 stripped sleeps)
+	v=$("$cmd" go-image "$p") || fail "$v"
+	v=${v%% *} # go1.19.N, Debian's patch release
+	run "$cmd" --check "$p"
+	assert_line --regexp "is a Go program \(go1\.19\.[0-9]+\): stripped: runtime layout checked, addresses from .gopclntab and the runtime's code: supervised "
+	# Go 1.18 writes the same function table; its runtime was not read.
+	go_variant "$p" "$BATS_TEST_TMPDIR/18" --version "${v/go1.19./go1.18.}"
+	run "$cmd" --check "$BATS_TEST_TMPDIR/18"
 	assert_failure 1
-	assert_line --regexp "is a Go program \(go1\.19\.[0-9]+\): runtime layout unknown for this release \(Go 1\.19: before 1\.20 the function table has another format and no runtime was checked; served: Go 1\.20 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
-	run --separate-stderr "$cmd" "$bin" 100us 20
+	assert_line --regexp "is a Go program \(go1\.18\.[0-9]+\): runtime layout unknown for this release \(Go 1\.18: before 1\.19 no runtime was checked, and before 1\.18 the function table has another format; served: Go 1\.19 to 1\.27, and later releases whose runtime code reads as 1\.27's\): its own timers stay at whole milliseconds$"
+	run --separate-stderr "$cmd" --stats="$report" "$BATS_TEST_TMPDIR/18" 100us 20
 	assert_success
+	[[ "$stderr" == *"runtime layout unknown for this release (Go 1.18: before 1.19"* ]] || fail "$stderr"
+	[ ! -s "$report" ] || ! grep -q "Go supervisor" "$report" || fail "supervised: $(cat "$report")"
+	# The function table's format must be the release's, either way.
+	go_variant "$p" "$BATS_TEST_TMPDIR/20" --version "${v/go1.19./go1.20.}"
+	run "$cmd" --check "$BATS_TEST_TMPDIR/20"
+	assert_failure 1
+	assert_line --regexp "is a Go program \(go1\.20\.[0-9]+\): runtime layout unknown for this release \(Go 1\.20: its function table's format is Go 1\.18's and 1\.19's; served: Go 1\.19 to 1\.27, "
+	go_variant "$(prog go1.20.14 stripped sleeps)" "$BATS_TEST_TMPDIR/19" --version go1.19.14
+	run "$cmd" --check "$BATS_TEST_TMPDIR/19"
+	assert_failure 1
+	assert_line --regexp "is a Go program \(go1\.19\.14\): runtime layout unknown for this release \(Go 1\.19: its function table's format is that of Go 1\.20 and later; served: Go 1\.19 to 1\.27, "
+	# Up to 1.19 the table's header always names the module's text start, as
+	# the runtime checks at start-up: another, or none, is refused.
+	for v in +16 0; do
+		go_variant "$p" "$BATS_TEST_TMPDIR/text" --text-start "$v"
+		run "$cmd" go-image "$BATS_TEST_TMPDIR/text"
+		assert_failure 1
+		assert_output --partial "(the .gopclntab's text start is not the module's)"
+	done
 }
 
 @test "fds 0, 1 and 2 closed: the program starts, supervised, and finds them as it would without" {

@@ -1,11 +1,13 @@
 """A patched copy of a Go test program (tests/bats/go.bats):
 
-    go_variant.py SRC DST [--version V] [--symbol NAME WHERE]
+    go_variant.py SRC DST [--version V] [--symbol NAME WHERE] [--text-start WHERE]
 
 --version: the build information names release V (as long as the program's own).
 --symbol: .symtab's entry NAME points elsewhere: WHERE is +N (N bytes past
 where it pointed) or "stale" (where, taken as runtime.sched, lastpoll reads 0
-and pollUntil a constant past deadline: a word of .rodata)."""
+and pollUntil a constant past deadline: a word of .rodata).
+--text-start: .gopclntab's header names another text start: WHERE is +N (N
+bytes past its own) or a number (that address; 0: none, as Go 1.26 writes)."""
 import argparse
 import struct
 
@@ -14,6 +16,7 @@ ap.add_argument('src')
 ap.add_argument('dst')
 ap.add_argument('--version')
 ap.add_argument('--symbol', nargs=2)
+ap.add_argument('--text-start')
 a = ap.parse_args()
 
 data = bytearray(open(a.src, 'rb').read())
@@ -59,5 +62,12 @@ if a.symbol:
             break
     else:
         raise SystemExit('no ' + symbol.decode())
+
+if a.text_start:
+    # pcHeader: magic, pads, minLC, ptrSize, nfunc, nfiles, then textStart
+    at = by['.gopclntab'][4] + 24
+    v, = struct.unpack_from('<Q', data, at)
+    w = a.text_start
+    struct.pack_into('<Q', data, at, v + int(w[1:]) if w[0] == '+' else int(w, 0))
 
 open(a.dst, 'wb').write(data)

@@ -241,7 +241,7 @@ static int nil_tag(const struct ef_file *e, const struct uses *u, uint64_t *wake
 	const char *why;
 	if (only(&u[NETPOLLINIT].st64, NULL, wake) != 0 || has(&u[NETPOLLINIT].lea, *wake) ||
 	    !has(&u[NETPOLL].load, *wake) || has(&u[NETPOLL].lea, *wake) ||
-	    ef_go_pcln_find(e, &pack, 1, &why) != 0)
+	    ef_go_pcln_find(e, &pack, 1, NULL, &why) != 0)
 		return -1;
 	uint64_t called;
 	return only(&u[NETPOLLINIT].call00, NULL, &called) == 0 && called == pack.start ? 0 : -1;
@@ -263,7 +263,7 @@ int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **
 		*why = "out of memory";
 		goto out;
 	}
-	if (ef_go_pcln_find(e, f, NFUNCS, why) != 0)
+	if (ef_go_pcln_find(e, f, NFUNCS, &v->pcln_magic, why) != 0)
 		goto out;
 	unsigned n = ef_file_loads(e, loads, MAX_LOADS);
 	for (int k = 0; k < NFUNCS; k++)

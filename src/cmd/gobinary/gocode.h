@@ -1,7 +1,7 @@
 /* The Go runtime's addresses read from its code, for a binary without
  * .symtab (`-ldflags='-s -w'`, strip): the functions are found by name in
  * .gopclntab (gopclntab.h), and their RIP-relative operands decoded
- * (x86.h). Each address must come out of the code of Go 1.20 to 1.27 in one
+ * (x86.h). Each address must come out of the code of Go 1.19 to 1.27 in one
  * way only, and agree between the two functions that use it:
  *
  * - runtime.epfd: the one variable runtime.netpoll compares with -1
@@ -15,8 +15,10 @@
  *   netpollinit stores, whose address neither function takes, after a call
  *   taggedPointerPack(nil, 0) (gocode.c nil_tag);
  * - runtime.sched: findRunnable's 64-bit XCHGs through an address just taken
- *   (`sched.lastpoll.Swap(0)`, `sched.pollUntil.Store(...)`: Go's atomic
- *   swaps and stores) name exactly two words, 8 apart: sched+8 and sched+16.
+ *   (`sched.lastpoll.Swap(0)`, `sched.pollUntil.Store(...)`; in 1.19
+ *   `atomic.Xchg64(&sched.lastpoll, 0)`, `atomic.Store64(&sched.pollUntil,
+ *   ...)`: Go's atomic swaps and stores) name exactly two words, 8 apart:
+ *   sched+8 and sched+16.
  *
  * All three must lie in one writable segment. Anything else (an instruction
  * not understood, a branch into the middle of one, two candidates) gives no
@@ -31,6 +33,7 @@
 struct ef_go_vars {
 	uint64_t sched, epfd, wake; /* link-time addresses */
 	int nil_tag; /* the wake-up item's data is 0, not wake's address (Go 1.27) */
+	uint32_t pcln_magic; /* the function table's format (gopclntab.h) */
 };
 
 /* 0 and *v filled, or -1 with *why (a few static words). */

@@ -10,6 +10,7 @@
 
 #include "fmt.h"
 #include "gocode.h"
+#include "gopclntab.h"
 #include "maps.h"
 #include "target.h"
 
@@ -101,9 +102,9 @@ static enum ef_go_why unknown_release(struct ef_go_image *img)
 		ef_fmt(&says, "%s (a development build, or one with GOEXPERIMENT, whose runtime may differ "
 			      "from its release's; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), EF_GO_SERVED);
 	else
-		ef_fmt(&says, "%s (Go 1.%d: before 1.20 the function table has another format and no "
-			      "runtime was checked; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor,
-		       EF_GO_SERVED);
+		ef_fmt(&says, "%s (Go 1.%d: before 1.19 no runtime was checked, and before 1.18 the "
+			      "function table has another format; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE),
+		       img->minor, EF_GO_SERVED);
 	return EF_GO_UNKNOWN_RELEASE;
 }
 
@@ -123,6 +124,14 @@ static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img
 			return EF_GO_STRIPPED;
 		}
 		ef_fmt(&says, "%s (Go 1.%d: %s; %s)", ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor, why,
+		       EF_GO_SERVED);
+		return EF_GO_UNKNOWN_RELEASE;
+	}
+	/* The function table's format of the release (goimage.h). */
+	if ((vars.pcln_magic == EF_GO_PCLN_GO118) != (img->minor < 20)) {
+		ef_fmt(&says, "%s (Go 1.%d: its function table's format is %s; %s)",
+		       ef_go_why_text(EF_GO_UNKNOWN_RELEASE), img->minor,
+		       vars.pcln_magic == EF_GO_PCLN_GO118 ? "Go 1.18's and 1.19's" : "that of Go 1.20 and later",
 		       EF_GO_SERVED);
 		return EF_GO_UNKNOWN_RELEASE;
 	}

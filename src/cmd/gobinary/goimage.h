@@ -10,28 +10,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The releases whose runtime sources were read (doc/go.md: 1.20.14, 1.21.0,
- * 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8, 1.27.3; the tests build with 1.20,
- * 1.22, 1.26 and 1.27): sched.lastpoll at offset 8 and sched.pollUntil at 16
- * of runtime.schedt, the netpoller's epoll_pwait(runtime.epfd, ..., 1, NULL)
- * for a delay under 1 ms, and the wake-up item, registered EPOLLIN, whose
- * data is the address of runtime.netpollBreakRd (a pipe: up to 1.22) or
+/* The releases whose runtime sources were read (doc/go.md: 1.19.8, 1.20.14,
+ * 1.21.0, 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8, 1.27.3; the tests build
+ * with 1.19 (Debian 12's), 1.20, 1.22, 1.26 and 1.27): sched.lastpoll at
+ * offset 8 and sched.pollUntil at 16 of runtime.schedt, the netpoller's
+ * epoll_pwait(runtime.epfd, ..., 1, NULL) for a delay under 1 ms, and the
+ * wake-up item, registered EPOLLIN, whose data is the address of
+ * runtime.netpollBreakRd (a pipe: up to 1.22) or
  * runtime.netpollEventFd (an eventfd: 1.23 to 1.26), or 0 (1.27: a nil
  * tagged pointer; the variable is still netpollEventFd).
  *
  * From EF_GO_CODE_FROM on, whatever the release, the layout is taken from the
  * runtime's code (gocode.h) even when .symtab is there, and .symtab must
  * agree with it: a later release is served when its code reads as one of
- * these, and refused, saying what did not, when it does not. Before 1.20 the
- * function table has another format (magic 0xfffffff0) and no runtime was
- * read. */
-#define EF_GO_MINOR_MIN 20
+ * these, and refused, saying what did not, when it does not. Wherever the
+ * function table is read, its format must be the release's: Go 1.18's and
+ * 1.19's (magic 0xfffffff0) up to 1.19, 1.20's (0xfffffff1) from 1.20
+ * (gopclntab.h). Before 1.19 no runtime was read (and before 1.18 the table
+ * has another format still, and the build information no inline version). */
+#define EF_GO_MINOR_MIN 19
 #define EF_GO_MINOR_READ 27 /* the newest release read */
 #define EF_GO_CODE_FROM 27
 #define EF_GO_SCHED_LASTPOLL 8
 #define EF_GO_SCHED_POLLUNTIL 16
 /* What the refusals name. */
-#define EF_GO_SERVED "served: Go 1.20 to 1.27, and later releases whose runtime code reads as 1.27's"
+#define EF_GO_SERVED "served: Go 1.19 to 1.27, and later releases whose runtime code reads as 1.27's"
 
 enum ef_go_why {
 	EF_GO_OK,

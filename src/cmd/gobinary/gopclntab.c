@@ -4,7 +4,6 @@
 #include <elf.h>
 #include <string.h>
 
-#define PCLN_MAGIC 0xfffffff1u /* Go 1.20 and later: go120magic */
 #define HEADER_SIZE 72	       /* magic, pads, minLC, ptrSize; nfunc, nfiles, textStart, 5 offsets */
 #define MAX_FUNCS (1u << 24)   /* a Kubernetes binary has about 100,000 */
 #define MAX_WANT 8
@@ -13,7 +12,7 @@
 #define MAX_CANDIDATES 16  /* headers in a stripped file's segments: a real one has one */
 /* runtime.moduledata's first 24 words: pcHeader; the slices funcnametab,
  * cutab, filetab, pctab, pclntable, ftab (pointer, length, capacity each);
- * findfunctab, minpc, maxpc, text, etext (the same in 1.20 to 1.26). */
+ * findfunctab, minpc, maxpc, text, etext (the same in 1.19 to 1.26). */
 #define MD_WORDS 24
 #define MD_FUNCNAMETAB 1
 #define MD_CUTAB 4
@@ -77,6 +76,7 @@ struct pcln {
 	uint64_t off, addr, size; /* the section */
 	uint64_t nfunc, names, cu, files, pc, ftab; /* the header's offsets */
 	uint64_t text_start;	   /* 0 since Go 1.26 ("no longer stored") */
+	uint32_t magic;		   /* EF_GO_PCLN_GO118 or EF_GO_PCLN_GO120 */
 	uint64_t md[MD_WORDS];
 	unsigned nmd; /* module data found pointing at it: one is right */
 };
@@ -87,7 +87,9 @@ static int header(const struct ef_file *e, struct pcln *t)
 	if (t->size < HEADER_SIZE || ef_file_read(e, h, sizeof(h), t->off) != 0)
 		return -1;
 	/* pad1, pad2 0; minLC 1 (x86's instruction quantum); ptrSize 8 */
-	if (u32(h) != PCLN_MAGIC || h[4] || h[5] || h[6] != 1 || h[7] != 8)
+	t->magic = u32(h);
+	if ((t->magic != EF_GO_PCLN_GO118 && t->magic != EF_GO_PCLN_GO120) || h[4] || h[5] || h[6] != 1 ||
+	    h[7] != 8)
 		return -1;
 	t->nfunc = u64(h + 8);
 	t->text_start = u64(h + 24);
@@ -157,14 +159,15 @@ static int header_ok(const struct ef_file *e, struct pcln *t)
 }
 
 /* The function table: its section, or, where an external linker merged that
- * into .data.rel.ro (a cgo PIE of Go 1.20 to 1.25), the one header in the
+ * into .data.rel.ro (a cgo PIE of Go 1.19 to 1.25), the one header in the
  * loaded bytes that exactly one module's data points at. Headers are
  * collected first, at most MAX_CANDIDATES (a real binary has one; more is a
  * forged file), then matched in one pass: the cost is a few scans of the
  * file whatever it holds. */
 static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 {
-	static const uint8_t magic[8] = { 0xf1, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	/* either magic's last three bytes, pads, minLC, ptrSize */
+	static const uint8_t magic[7] = { 0xff, 0xff, 0xff, 0, 0, 1, 8 };
 	struct ef_load loads[MAX_LOADS];
 	struct pcln c[MAX_CANDIDATES];
 	struct win w;
@@ -174,7 +177,7 @@ static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 	if (ef_file_section(e, ".gopclntab", &t->off, &t->addr, &t->size) == 0 ||
 	    ef_file_section(e, ".data.rel.ro.gopclntab", &t->off, &t->addr, &t->size) == 0) {
 		if (header_ok(e, t) != 0 || module_data(e, t, 1) != 0 || t->nmd != 1)
-			return *why = "a .gopclntab of another format than Go 1.20 to 1.26, or no module "
+			return *why = "a .gopclntab of another format than Go 1.18 to 1.27's, or no module "
 				      "data pointing at it",
 			       -1;
 		return 0;
@@ -183,10 +186,10 @@ static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 	for (unsigned i = 0; i < n; i++) {
 		win_init(&w, e, loads[i].offset, loads[i].filesz);
 		for (uint64_t o = (8 - (loads[i].vaddr & 7)) & 7; o + HEADER_SIZE <= loads[i].filesz; o += 8) {
-			const uint8_t *p = win_get(&w, o, sizeof(magic));
+			const uint8_t *p = win_get(&w, o, 1 + sizeof(magic));
 			if (!p)
 				return *why = "an unreadable segment", -1;
-			if (memcmp(p, magic, sizeof(magic)) != 0)
+			if ((p[0] != 0xf0 && p[0] != 0xf1) || memcmp(p + 1, magic, sizeof(magic)) != 0)
 				continue;
 			struct pcln h = { .off = loads[i].offset + o, .addr = loads[i].vaddr + o,
 					  .size = loads[i].filesz - o };
@@ -198,7 +201,7 @@ static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 		}
 	}
 	if (nc == 0)
-		return *why = "no .gopclntab of Go 1.20 to 1.26", -1;
+		return *why = "no .gopclntab of Go 1.18 to 1.27's formats", -1;
 	if (module_data(e, c, nc) != 0)
 		return *why = "an unreadable segment", -1;
 	for (unsigned k = 0; k < nc; k++) {
@@ -208,7 +211,7 @@ static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 			return *why = "two function tables", -1;
 		*t = c[k];
 	}
-	return found ? 0 : (*why = "no .gopclntab of Go 1.20 to 1.26", -1);
+	return found ? 0 : (*why = "no .gopclntab of Go 1.18 to 1.27's formats", -1);
 }
 
 /* The offsets in funcnametab of each wanted name: names are NUL-terminated,
@@ -251,7 +254,8 @@ static int name_offsets(const struct ef_file *e, const struct pcln *t, struct ef
 	return 0;
 }
 
-int ef_go_pcln_find(const struct ef_file *e, struct ef_go_func *funcs, size_t n, const char **why)
+int ef_go_pcln_find(const struct ef_file *e, struct ef_go_func *funcs, size_t n, uint32_t *magic,
+		    const char **why)
 {
 	struct pcln t;
 	uint64_t hits[MAX_WANT][MAX_HITS];
@@ -265,7 +269,9 @@ int ef_go_pcln_find(const struct ef_file *e, struct ef_go_func *funcs, size_t n,
 	if (locate(e, &t, why) != 0)
 		return -1;
 	uint64_t text = t.md[MD_TEXT];
-	if (t.text_start && t.text_start != text) /* the runtime's check, up to Go 1.25 */
+	/* The runtime's check: always up to Go 1.19, where the start is
+	 * always stored; from 1.20 when it is (up to 1.25). */
+	if ((t.text_start || t.magic == EF_GO_PCLN_GO118) && t.text_start != text)
 		return *why = "the .gopclntab's text start is not the module's", -1;
 	if (t.md[MD_FUNCNAMETAB + 1] > t.size - t.names)
 		return *why = "a function name table outside .gopclntab", -1;
@@ -310,5 +316,7 @@ int ef_go_pcln_find(const struct ef_file *e, struct ef_go_func *funcs, size_t n,
 	for (size_t k = 0; k < n; k++)
 		if (!found[k])
 			return *why = "a runtime function missing from .gopclntab", -1;
+	if (magic)
+		*magic = t.magic;
 	return 0;
 }
