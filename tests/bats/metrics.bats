@@ -444,7 +444,10 @@ replaced_twice() {
 	assert_equal "$(inode "$base/c/epollfix.prom")" "$old"
 	kill "$watch"
 	wait "$watch" || true
-	run cat "$BATS_TEST_TMPDIR/watch"
+	# Between the mv and the mkdir the name is missing: a round that falls
+	# there says so, rightly (seen once under ASan at load), and is not what
+	# is judged here.
+	run grep -vxF "epollfix: status: $base/dir: No such file or directory" "$BATS_TEST_TMPDIR/watch"
 	assert_output "epollfix: status: $base/dir is no longer the directory it opened: writing into the one there now
 epollfix: status: $base/dir is no longer the directory it opened: writing into the one there now"
 }
