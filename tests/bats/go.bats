@@ -728,12 +728,14 @@ go_variant() {
 	grep -q "^Seccomp:.*2" "/proc/$pid/status" || fail "the daemon is not under the filter"
 }
 
-# stopped_answerer WHO [kill]: 3000 sleeps of 200 us; WHO (sup, heir) is
-# stopped (SIGSTOP) after 0.3 s and continued only once the program has
-# ended; with kill, the supervisor is killed -9 0.3 s after the heir stopped.
+# stopped_answerer WHO [kill]: 10000 sleeps of 200 us (2-3 s); WHO (sup,
+# heir) is stopped (SIGSTOP) after 0.3 s and continued only once the program
+# has ended; with kill, the supervisor is killed -9 0.3 s after the heir
+# stopped, while the program still runs (with 3000 sleeps, a loaded CI
+# machine once killed it after the program's end: no takeover to count).
 stopped_answerer() {
 	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/late
-	"$cmd" --stats="$report" "$p" 200us 3000 >"$out" &
+	"$cmd" --stats="$report" "$p" 200us 10000 >"$out" &
 	local pid=$! sup victim i
 	track_pid "$pid"
 	sleep 0.3
@@ -744,6 +746,7 @@ stopped_answerer() {
 	kill -STOP "$victim"
 	if [ "${2:-}" = kill ]; then
 		sleep 0.3
+		kill -0 "$pid" || fail "the program ended before its supervisor was killed"
 		kill -9 "$sup"
 	fi
 	# Without the other answerer the program stalls until SIGCONT: it
@@ -756,7 +759,7 @@ stopped_answerer() {
 	fi
 	kill -CONT "$victim" 2>/dev/null || true
 	wait "$pid" || fail "exit status $?"
-	[ "$(wc -l <"$out")" -eq 3000 ] || fail "$(wc -l <"$out") sleeps"
+	[ "$(wc -l <"$out")" -eq 10000 ] || fail "$(wc -l <"$out") sleeps"
 	# The sleeps after the stop kept their precision: median well under
 	# the 1 ms of a wait no one answers.
 	[ "$(median_late_us "$(tail -n +1000 "$out")")" -lt 600 ] ||
