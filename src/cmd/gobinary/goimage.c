@@ -24,7 +24,7 @@ const char *ef_go_why_text(enum ef_go_why why)
 		[EF_GO_NO_VERSION] = "no readable Go build information",
 		[EF_GO_UNKNOWN_RELEASE] = "runtime layout unknown for this release",
 		[EF_GO_NO_SYMBOLS] = "runtime symbols missing from .symtab",
-		[EF_GO_TOO_COSTLY] = "too costly to read (over 256 MiB or 500 ms: a forged file)",
+		[EF_GO_TOO_COSTLY] = "too costly to read (over 256 MiB or 500 ms of CPU: a forged file)",
 	};
 	return why < EF_GO_WHY_COUNT ? text[why] : "?";
 }
@@ -206,7 +206,7 @@ static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, in
 	memset(img, 0, sizeof(*img));
 	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
 		return EF_GO_NOT_ELF;
-	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_MS, stop);
+	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_CPU_MS, stop);
 	e.budget = &b;
 	enum ef_go_why why = read_image(&e, img, code);
 	if (b.spent) { /* whatever it found before: not read whole */

@@ -44,7 +44,7 @@ enum ef_go_why {
 	EF_GO_NO_VERSION,
 	EF_GO_UNKNOWN_RELEASE,
 	EF_GO_NO_SYMBOLS,
-	EF_GO_TOO_COSTLY, /* its reading passed EF_GO_READ_BYTES or EF_GO_READ_MS, or was stopped */
+	EF_GO_TOO_COSTLY, /* its reading passed EF_GO_READ_BYTES or EF_GO_READ_CPU_MS, or was stopped */
 	EF_GO_WHY_COUNT
 };
 
@@ -65,18 +65,20 @@ struct ef_go_image {
  * running img at bias. */
 uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 
-/* What one executable's reading may cost at most. A real Go binary's costs a
- * few MiB and milliseconds (Go 1.26's own 26 MB compiler: 1.9 MiB and 3 ms
- * from .symtab, 4.7 MiB and 7 ms from its code, here); a
+/* What one executable's reading may cost at most, in work: bytes read and
+ * the reader's CPU time, never wall time (a slow disk, a cold page cache or
+ * a loaded machine make a reading slower, not costlier: Debian's prometheus,
+ * 50 MB, takes 10-20 ms of CPU however long its reads wait). A real Go
+ * binary's costs a few MiB and milliseconds (Go 1.26's own 26 MB compiler:
+ * 1.9 MiB and 3 ms from .symtab, 4.7 MiB and 7 ms from its code, here); a
  * forged one (a sparse file of gigabytes, a table as large as the file)
- * would otherwise hold its reader, the agent that serves every other
- * program, for as long as it reads. */
+ * stops at these. */
 #define EF_GO_READ_BYTES (256u << 20)
-#define EF_GO_READ_MS 500
+#define EF_GO_READ_CPU_MS 500
 
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded, the whole reading within EF_GO_READ_BYTES and
- * EF_GO_READ_MS). EF_GO_OK, or why the supervisor cannot act on it;
+ * EF_GO_READ_CPU_MS). EF_GO_OK, or why the supervisor cannot act on it;
  * img->version is filled whenever the release could be read. */
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
 

@@ -10,20 +10,25 @@
 
 #include "fmt.h"
 
-/* What reading one file may cost: bytes, a deadline, and the caller's reason
- * to stop at once (a signal it must act on). Another process's file is
- * hostile input: a sparse file of gigabytes costs its owner nothing to make,
- * and whoever reads it whole the time it takes. A read past any bound fails
- * and sets spent; the reading then ends as on a short file. */
+/* What reading one file may cost: bytes, the reading thread's CPU time, and
+ * the caller's reason to stop at once (a signal it must act on). Another
+ * process's file is hostile input: a sparse file of gigabytes costs its owner
+ * nothing to make, and whoever reads it whole the work it takes. The bounds
+ * are of work, never of the wall clock: a real program on a slow disk or a
+ * loaded machine reads whole, only slower (a file that never answers is the
+ * caller's to isolate: the agent reads in a child, agent_reader.h). A read
+ * past any bound fails and sets spent; the reading then ends as on a short
+ * file. */
 struct ef_budget {
-	uint64_t bytes;	      /* left to read */
-	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
-	int (*stop)(void);    /* NULL, or nonzero when the reader must stop now */
-	int spent;	      /* a read was refused by one of the above */
+	uint64_t bytes;	   /* left to read */
+	uint64_t cpu_ns;   /* CLOCK_THREAD_CPUTIME_ID it may reach; 0: none */
+	int (*stop)(void); /* NULL, or nonzero when the reader must stop now */
+	int spent;	   /* a read was refused by one of the above */
 };
 
-/* A budget of bytes and ms from now, with stop (or NULL). */
-void ef_budget_init(struct ef_budget *b, uint64_t bytes, unsigned ms, int (*stop)(void));
+/* A budget of bytes and of cpu_ms of this thread's CPU from now, with stop
+ * (or NULL). */
+void ef_budget_init(struct ef_budget *b, uint64_t bytes, unsigned cpu_ms, int (*stop)(void));
 
 struct ef_file {
 	int fd;
