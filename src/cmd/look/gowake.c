@@ -49,6 +49,16 @@ int ef_go_wake_found(int dup, uint64_t tag, int64_t wakefd)
 	return found;
 }
 
+/* Whether the link at path names an epoll instance: read from the name the
+ * kernel gives the file, which asks nothing of the file's own file system. */
+static int is_epoll(const char *path)
+{
+	static const char want[] = "anon_inode:[eventpoll]";
+	char buf[sizeof(want) + 1];
+	ssize_t n = readlink(path, buf, sizeof(buf));
+	return n == (ssize_t)sizeof(want) - 1 && memcmp(buf, want, sizeof(want) - 1) == 0;
+}
+
 enum ef_go_wake_why ef_go_wake_join(pid_t tgid, int pidfd, int fd, uint64_t wake_addr, uint64_t tag,
 				    int item, int *dup)
 {
@@ -58,9 +68,18 @@ enum ef_go_wake_why ef_go_wake_join(pid_t tgid, int pidfd, int fd, uint64_t wake
 	*dup = -1;
 	if (process_vm_readv(tgid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(wakefd))
 		return EF_GO_WAKE_UNREADABLE;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)tgid, fd);
+	if (!is_epoll(path))
+		return EF_GO_WAKE_NOT_EPOLL; /* never taken */
 	int d = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
 	if (d < 0)
 		return errno == EMFILE || errno == ENFILE ? EF_GO_WAKE_NO_FD : EF_GO_WAKE_UNREADABLE;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", d);
+	if (!is_epoll(path)) {
+		close(d); /* swapped since: may block (see gowake.h) */
+		return EF_GO_WAKE_NOT_EPOLL;
+	}
 	int tagged = ef_go_wake_found(d, tag, wakefd);
 	if (tagged != 1) {
 		close(d);

@@ -323,7 +323,8 @@ static struct instance *instance_of(struct proc *p, int fd, enum ef_go_counter *
 	/* Never read: each expiry is one event of the runtime's wake-up; re-armed. */
 	static const enum ef_go_counter blame[] = { [EF_GO_WAKE_UNREADABLE] = EF_GC_UNREADABLE,
 						    [EF_GO_WAKE_NO_FD] = EF_GC_NO_FD,
-						    [EF_GO_WAKE_NO_TAG] = EF_GC_NO_TAG };
+						    [EF_GO_WAKE_NO_TAG] = EF_GC_NO_TAG,
+						    [EF_GO_WAKE_NOT_EPOLL] = EF_GC_OTHER_FD };
 	enum ef_go_wake_why w = ef_go_wake_join(p->tgid, p->pidfd, fd, p->img.wake + p->bias,
 						ef_go_wake_tag(&p->img, p->bias), tfd, &dup);
 	if (w != EF_GO_WAKE_OK) {
