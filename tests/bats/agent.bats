@@ -80,6 +80,9 @@ teardown() {
 	exec 4>&- 5>&- 2>/dev/null || true
 	[ -z "${agent_pid:-}" ] || kill -CONT "$agent_pid" 2>/dev/null || true
 	stop_tracked
+	# fuse_noflush's: its server ended above, which aborts what it left
+	# unanswered.
+	umount -l "$BATS_TEST_TMPDIR/mnt" 2>/dev/null || true
 	rm -f "/run/epollfix/agent.$$" # a state file a test wrote as this shell's
 }
 
@@ -953,6 +956,17 @@ ms_since() {
 	echo $((($(date +%s%N) - $1) / 1000000))
 }
 
+# await_attached PID [TENTHS]: waits up to TENTHS tenths of a second (100)
+# for the agent's line saying it attached PID; fails without it.
+await_attached() {
+	local i
+	for i in $(seq "${2:-100}"); do
+		grep -q "pid $1 (.*): attached$" "$log" && return 0
+		sleep 0.1
+	done
+	fail "pid $1 not attached: $(cat "$log")"
+}
+
 @test "a user's 4 GiB sparse Go program (its .symtab, or a loaded segment, as large as the file) delays another's attach by under 3 s, and SIGTERM by under 2 s" {
 	needs any
 	local kind start ms i
@@ -966,10 +980,7 @@ ms_since() {
 		sleep 1 # its exec read (the agent reads at most a second later)
 		start=$(date +%s%N)
 		start_phases "$(own "$(prog local static phases)")"
-		for i in $(seq 300); do
-			grep -q "pid $prog_pid (.*): attached$" "$log" && break
-			sleep 0.1
-		done
+		await_attached "$prog_pid" 300
 		ms=$(ms_since "$start")
 		# Read whole, the file held the agent 6-7 s after the program's start
 		# here (it reads a sparse 4 GiB at a few hundred MB/s); bounded, the
@@ -998,6 +1009,131 @@ ms_since() {
 	done
 }
 
+# launchers: scripts in $BATS_TEST_TMPDIR that run their arguments the way
+# images and units start programs, each an exec more before the program's:
+# a container entrypoint's `exec "$@"`, and `sh -c 'exec ...'` run by one.
+launchers() {
+	printf '#!/bin/sh\nexec "$@"\n' >"$BATS_TEST_TMPDIR/entrypoint"
+	printf '#!/bin/sh\nexec sh -c '\''exec "$0" "$@"'\'' "$@"\n' >"$BATS_TEST_TMPDIR/sh-c-exec"
+	chmod +x "$BATS_TEST_TMPDIR/entrypoint" "$BATS_TEST_TMPDIR/sh-c-exec"
+}
+
+@test "a Go program started through a launcher that execs again (env, nice, setpriv, sh -c 'exec ...', an entrypoint's exec \"\$@\") is served, on each mechanism that applies here" {
+	needs any
+	launchers
+	local m as phases served=0
+	phases=$(own "$(prog local static phases)")
+	for m in taskwork wakeup signal; do
+		applies "$m" || continue
+		served=$((served + 1))
+		"$cmd" agent --mechanism="$m" --path="$mine/" 2>"$log" 4>&- &
+		agent_pid=$!
+		track_pid "$agent_pid"
+		sleep 1 # loaded and scanned
+		for as in env "nice -n 1" "setpriv --reuid=0" "$BATS_TEST_TMPDIR/sh-c-exec" "$BATS_TEST_TMPDIR/entrypoint"; do
+			start_phases "$phases"
+			await_attached "$prog_pid"
+			round 300
+			# Attached is not enough: the wake-up mechanism once reported
+			# these attached and never made their waker.
+			[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge "$SERVED" ] ||
+				fail "$m, $as: attached, not served: $output; $(cat "$log")"
+			[ "$m" != wakeup ] || [ "$(wakers "$prog_pid")" = 1 ] || fail "$m, $as: no waker in the epoll set"
+			end_phases || fail "$m, $as: $(cat "$BATS_TEST_TMPDIR/phases.err")"
+			rm -f "$BATS_TEST_TMPDIR/in" "$out"
+		done
+		kill -INT "$agent_pid"
+		wait "$agent_pid" || true
+		! grep -q "no waker" "$log" || fail "$m: $(cat "$log")"
+	done
+	[ "$served" -gt 0 ] || fail "no mechanism applies"
+}
+
+# fuse_noflush FILE: mounts $BATS_TEST_TMPDIR/mnt, a user's FUSE file system
+# whose one file, prog, is FILE and never answers FLUSH
+# (tests/progs/fuse_noflush.c); $fuse_pid. teardown unmounts it.
+fuse_noflush() {
+	local i
+	[ -x "$EPOLLFIX_PROGS/ef-fuse-noflush" ] || skip_missing "ef-fuse-noflush was not built (no linux/fuse.h)"
+	[ -c /dev/fuse ] || skip_missing "no /dev/fuse (modprobe fuse)"
+	mkdir -p "$BATS_TEST_TMPDIR/mnt"
+	"$EPOLLFIX_PROGS/ef-fuse-noflush" "$BATS_TEST_TMPDIR/mnt" "$1" 2>"$BATS_TEST_TMPDIR/fuse.log" 4>&- &
+	fuse_pid=$!
+	track_pid "$fuse_pid"
+	for i in $(seq 50); do
+		[ -x "$BATS_TEST_TMPDIR/mnt/prog" ] && return 0
+		sleep 0.1
+	done
+	fail "not mounted: $(cat "$BATS_TEST_TMPDIR/fuse.log")"
+}
+
+@test "a Go program on a user's FUSE file system whose FLUSH never answers leaves one reader blocked, named in the log, its cgroup backed off: a program of another cgroup started 1 s later is attached within 3 s and served; SIGTERM ends the agent within 2 s; the reader ends with the file system" {
+	needs any
+	local i start ms reader root n=$RANDOM$RANDOM
+	root=$(cgroup2_root) || skip_missing "no cgroup v2 hierarchy here"
+	cgroups=()
+	mkdir -p "$root/epollfix-test-$n/user"
+	fuse_noflush "$(prog local static sleeps)"
+	"$cmd" agent "${mech[@]}" --path="$BATS_TEST_TMPDIR/mnt/" --path="$mine/" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	sleep 1 # loaded and scanned
+	# The user's program, in a cgroup of its own (a container, a session).
+	in_cgroup "$root/epollfix-test-$n/user" "$BATS_TEST_TMPDIR/mnt/prog" 50us 10000000
+	local hostile=$started
+	# The agent's reading of its executable ends with a close, whose FLUSH
+	# is never answered: the reader waits for good (uninterruptibly).
+	for i in $(seq 100); do
+		grep -q "^flush pending" "$BATS_TEST_TMPDIR/fuse.log" && break
+		sleep 0.1
+	done
+	grep -q "^flush pending" "$BATS_TEST_TMPDIR/fuse.log" || fail "no FLUSH sent: $(cat "$log")"
+	sleep 1
+	start=$(date +%s%N)
+	start_phases "$(own "$(prog local static phases)")"
+	await_attached "$prog_pid"
+	ms=$(ms_since "$start")
+	# 0.3 s here (the reader is found stuck 1 s after it stopped, then
+	# replaced); before, the agent's own loop hung in the close for good.
+	[ "$ms" -lt 3000 ] || fail "attached after $ms ms: $(cat "$log")"
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge "$SERVED" ] || fail "not served: $output; $(cat "$log")"
+	reader=$(sed -n 's/.*: its executable or memory did not answer.* reader pid \([0-9]*\) is left where it is.*/\1/p' "$log")
+	[ -n "$reader" ] || fail "the reader left blocked is not named: $(cat "$log")"
+	grep -q "pid $hostile: .* the processes of its cgroup /epollfix-test-$n/user are not read for 60 s;" "$log" ||
+		fail "$(cat "$log")"
+	# Its cgroup's next program is not read (it would leave another reader
+	# blocked): not attached, and no second FLUSH.
+	in_cgroup "$root/epollfix-test-$n/user" "$(own "$(prog local static sleeps)")" 50us 10000000 4>&-
+	sleep 3
+	! grep -q "pid $started (.*): attached$" "$log" || fail "backed off, yet read: $(cat "$log")"
+	[ "$(grep -c "^flush pending" "$BATS_TEST_TMPDIR/fuse.log")" = 1 ] || fail "$(cat "$BATS_TEST_TMPDIR/fuse.log")"
+	grep -q "^flush pending from pid $reader\$" "$BATS_TEST_TMPDIR/fuse.log" || fail "$(cat "$BATS_TEST_TMPDIR/fuse.log")"
+	start=$(date +%s%N)
+	kill "$agent_pid"
+	wait "$agent_pid" || true
+	ms=$(ms_since "$start")
+	[ "$ms" -lt 2000 ] || fail "SIGTERM acted on after $ms ms: $(cat "$log")"
+	# Left where it is, holding none of the agent's files: the agent is gone
+	# and detached, and the program's waits are back to their own 1 ms.
+	[ "$(awk '{print $3}' /proc/"$reader"/stat)" = D ] || fail "reader $reader: $(cat /proc/"$reader"/stat)"
+	[ "$(ls /proc/"$reader"/fd | wc -l)" -le 4 ] || fail "the reader holds: $(ls -l /proc/"$reader"/fd)"
+	round 100
+	native "after the agent ended"
+	end_phases
+	# The file system's end aborts the FLUSH: the reader ends (a zombie
+	# until its new parent reaps it).
+	kill "$fuse_pid"
+	wait "$fuse_pid" || true
+	for i in $(seq 100); do
+		[ ! -e /proc/"$reader" ] || [ "$(awk '{print $3}' /proc/"$reader"/stat)" = Z ] && break
+		sleep 0.1
+	done
+	[ ! -e /proc/"$reader" ] || [ "$(awk '{print $3}' /proc/"$reader"/stat)" = Z ] || fail "reader $reader: $(cat /proc/"$reader"/stat)"
+	remove_cgroups
+	rmdir "$root/epollfix-test-$n"
+}
+
 @test "a process the agent cannot serve (a PIE that unmapped its first page) has its executable read once, not at every scan" {
 	needs any
 	command -v strace >/dev/null || skip_missing "no strace"
@@ -1010,9 +1146,9 @@ ms_since() {
 		sleep 0.1
 	done
 	grep -qx unmapped "$BATS_TEST_TMPDIR/forged.out" || fail "$(cat "$BATS_TEST_TMPDIR/forged.out")"
-	# Every pread64 of the agent is a reading of an executable's file: only
-	# this one is chosen.
-	strace -qq -e trace=pread64 -o "$BATS_TEST_TMPDIR/trace" "$cmd" agent "${mech[@]}" --path="$mine/" \
+	# Every pread64 of the agent (its readers: -f) is a reading of an
+	# executable's file: only this one is chosen.
+	strace -f -qq -e trace=pread64 -o "$BATS_TEST_TMPDIR/trace" "$cmd" agent "${mech[@]}" --path="$mine/" \
 		2>"$log" 4>&- 5>&- &
 	track_pid $!
 	sleep 3 # read at its first scan

@@ -29,12 +29,11 @@
 #include <linux/types.h>
 
 #include "agent_bpf.h"
+#include "agent_reader.h"
+#include "agent_served.h"
 #include "agent_signal.h"
-#include "agent_wake.h"
 #include "agentsel.h"
 #include "fmt.h"
-#include "goabi.h"
-#include "goimage.h"
 #include "look.h"
 #include "netpoll.h"
 #include "proc.h"
@@ -44,18 +43,12 @@
 #define EXIT_NO_PROCESS 3 /* as `epollfix status PID` */
 #define EXIT_NOT_SERVED 4 /* attach: the process cannot be served, and why */
 #define RESCAN_SECONDS 2 /* execs are followed at once; this finds the rest */
-/* Executables read: their verdicts kept by file, and one that failed (or
- * changed since) read again RETRY_SECONDS after its last reading at the
- * soonest: a process the agent cannot serve costs one reading of its file a
- * minute at most, however often it is scanned and however its owner touches
- * the file. */
-#define EXES 512
-#define RETRY_SECONDS 60
-/* The readings of new executables one scan, or one batch of execs, may
- * start: past this, the rest wait for the next. With each reading bounded
- * (EF_GO_READ_MS), an exec waits for at most about a second of other
- * readings, whatever files the machine's users make. */
-#define SLICE_MS 500
+/* The looks a scan may leave under way with the reader: past this, the
+ * rest wait until half of them are answered (the scan goes on then), so that
+ * an exec's look waits behind at most this many (tens of microseconds each
+ * for a process not chosen, a few milliseconds for a new executable read). */
+#define SCAN_ASKS 128
+#define WATCH_MS 250 /* the reader's progress looked at, while it has work */
 
 /* A process looked at and not attached (not Go, not chosen, refused): not
  * read again while it is the same process running the same image. */
@@ -65,19 +58,11 @@ struct seen {
 	uint64_t until; /* s (CLOCK_MONOTONIC) it holds until; 0: for good */
 };
 
-struct exe {
-	dev_t dev;
-	ino_t ino;
-	struct timespec ctime;
-	uint64_t read_at; /* CLOCK_MONOTONIC, s: 0 for a free slot */
-	enum ef_go_why why;
-	struct ef_go_image img;
-};
-
 static struct {
 	struct ef_abpf *bpf;
 	struct ef_asig *sig;     /* the signal mechanism's deadlines, or NULL */
-	struct ef_awake *wake;   /* the wake-up mechanism's wakers, or NULL */
+	struct ef_reader *rd;    /* reads what the processes control (agent_reader.h) */
+	struct ef_served *sv;    /* the processes read and served (agent_served.h) */
 	enum ef_mechanism want, mech;
 	long only;               /* attach PID: that process alone */
 	struct ef_sel sel;
@@ -85,11 +70,10 @@ static struct {
 	struct seen *seen, *next;
 	size_t nseen, nnext, capseen, capnext;
 	uint64_t attached;       /* processes attached, over the run */
-	struct exe *exes;        /* EXES of them, or NULL: every look reads */
-	uint64_t slice_end;      /* ms: no new reading after it in this batch */
-	uint64_t until;          /* the last verdict of look_at holds until (0: for good) */
 	int exec_seen;           /* attach: the process exec'd, in the last batch */
-	char why[4 * PATH_MAX + 512]; /* attach: the last look's verdict, for its line */
+	int cut;                 /* the last scan stopped at SCAN_ASKS: it goes on */
+	int status, done;        /* attach: its exit status, once a verdict ends it */
+	char said[4 * PATH_MAX + 512]; /* attach: the last verdict said */
 } A;
 
 static uint64_t now_ms(void)
@@ -108,47 +92,6 @@ static int stopping(void)
 	return sigpending(&p) == 0 &&
 	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
 		sigismember(&p, SIGHUP) == 1);
-}
-
-/* What the executable open at fd says: kept from an earlier reading of the
- * same file (device, inode, change time), read now, or NULL when it may not
- * be read yet (its back-off, or this batch's slice is spent). */
-static const struct exe *exe_verdict(int fd, const struct stat *st)
-{
-	static struct exe one;
-	uint64_t now = now_ms() / 1000 + 1, oldest = UINT64_MAX;
-	struct exe *e = NULL;
-
-	for (size_t i = 0; A.exes && i < EXES; i++) {
-		struct exe *x = &A.exes[i];
-		if (x->read_at && x->dev == st->st_dev && x->ino == st->st_ino) {
-			e = x;
-			break;
-		}
-		if (x->read_at < oldest)
-			oldest = x->read_at, e = x; /* the slot to reuse: free, or the oldest */
-	}
-	int same = e && e->read_at && e->dev == st->st_dev && e->ino == st->st_ino;
-	if (same) {
-		int unchanged = e->ctime.tv_sec == st->st_ctim.tv_sec &&
-				e->ctime.tv_nsec == st->st_ctim.tv_nsec;
-		if (unchanged && e->why != EF_GO_TOO_COSTLY)
-			return e;
-		if ((e->why != EF_GO_OK || !unchanged) && now - e->read_at < RETRY_SECONDS)
-			return unchanged ? e : NULL;
-	}
-	if (now_ms() > A.slice_end || stopping())
-		return NULL;
-	if (!e)
-		e = &one; /* no table: read each time */
-	e->why = ef_go_image_read_until(fd, &e->img, stopping);
-	if (e->why == EF_GO_TOO_COSTLY && stopping())
-		return NULL; /* stopped, not judged */
-	e->dev = st->st_dev;
-	e->ino = st->st_ino;
-	e->ctime = st->st_ctim;
-	e->read_at = now;
-	return e;
 }
 
 static void usage(FILE *out)
@@ -185,96 +128,6 @@ static void usage(FILE *out)
 		"                  else wakeup, never signal)\n");
 }
 
-static int chosen(uint32_t pid, const char *path)
-{
-	static char cgroups[64 * 1024];
-	ssize_t n = 0;
-	if (A.only)
-		return 1;
-	if (ef_sel_needs_cgroup(&A.sel) && (n = ef_proc_read(pid, "cgroup", cgroups, sizeof(cgroups))) < 0)
-		n = 0;
-	return ef_sel_chosen(&A.sel, pid, path, cgroups, (size_t)n);
-}
-
-/* Reads the process and attaches it when it is a Go program of a known
- * layout. 1 attached, 0 not (a verdict for this image), -1 try again. The
- * verdict's words, for attach, in A.why. */
-static int look_at(uint32_t pid, uint64_t gen)
-{
-	char link[64], path[PATH_MAX];
-	struct ef_buf why = EF_BUF(A.why);
-	A.until = 0;
-	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
-	ssize_t n = readlink(link, path, sizeof(path) - 1);
-	if (n <= 0) {
-		if (errno == ENOENT)
-			ef_fmt(&why, "pid %u: no executable: a kernel thread, or gone", pid);
-		else
-			ef_fmt(&why, "pid %u: its executable cannot be read: %s", pid, strerror(errno));
-		return 0;
-	}
-	path[n] = '\0';
-	if (!chosen(pid, path))
-		return 0;
-	/* The path is the process's own choice: escaped, it forges no log line. */
-	char shown[4 * PATH_MAX];
-	struct ef_buf sb = EF_BUF(shown);
-	ef_esc(&sb, path, 0);
-	int fd = open(link, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		ef_fmt(&why, "pid %u (%s): its executable cannot be read: %s", pid, shown,
-		       strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	const struct exe *x = exe_verdict(fd, &st);
-	close(fd);
-	if (!x) {
-		ef_fmt(&why, "pid %u (%s): its executable is read again later (a reading that failed is "
-			     "tried again %d s after)",
-		       pid, shown, RETRY_SECONDS);
-		return -1;
-	}
-	const struct ef_go_image *img = &x->img;
-	if (x->why == EF_GO_NOT_GO || x->why == EF_GO_NOT_ELF) {
-		ef_fmt(&why, "pid %u (%s): not attached: %s", pid, shown, ef_go_why_text(x->why));
-		return 0;
-	}
-	uint64_t bias = 0;
-	if (x->why == EF_GO_OK && img->pie &&
-	    ef_go_load_bias(pid, (uint64_t)st.st_ino, img, &bias) != 0) {
-		/* In the middle of an exec (its segments not all mapped), or a
-		 * program that unmapped its first: the file is not read again. */
-		ef_fmt(&why, "pid %u (%s, %s): not attached (yet): its first segment is not mapped",
-		       pid, shown, img->version);
-		return -1;
-	}
-	if (x->why != EF_GO_OK) {
-		ef_fmt(&why, "pid %u (%s, %s): not attached: %s", pid, shown,
-		       *img->version ? img->version : "Go", ef_go_image_says(img, x->why));
-		if (A.verbose && !A.only)
-			fprintf(stderr, "epollfix agent: %s\n", A.why);
-		/* Too costly to read: the verdict holds until the file's back-off ends. */
-		A.until = x->why == EF_GO_TOO_COSTLY ? x->read_at + RETRY_SECONDS : 0;
-		return 0;
-	}
-	uint64_t start = ef_look_start(pid);
-	if (A.wake) /* before the kernel can ask for its waker */
-		ef_awake_note(A.wake, pid, start, img->epfd + bias, img->wake + bias, ef_go_wake_tag(img, bias));
-	int r = ef_abpf_attach(A.bpf, pid, gen, start, img->sched + bias, img->epfd + bias);
-	if (r != 0) {
-		ef_fmt(&why, "pid %u (%s, %s): not attached (yet): the kernel's map refused it (full?)",
-		       pid, shown, img->version);
-		return -1;
-	}
-	A.attached++;
-	if (A.verbose)
-		fprintf(stderr, "epollfix agent: pid %u (%s, %s): attached\n", pid, shown, img->version);
-	return 1;
-}
-
 static int by_pid(const void *a, const void *b)
 {
 	const struct seen *x = a, *y = b;
@@ -293,12 +146,12 @@ static void remember(uint32_t pid, uint64_t start, uint64_t gen, uint64_t until)
 	A.next[A.nnext++] = (struct seen){ pid, start, gen, until };
 }
 
-/* One process, in a scan: skipped when it is what it was when last found
- * not to be for us; late, past the scan's slice, not looked at (the next
- * scan does). */
+/* One process, in a scan: skipped when it has a record (read or being
+ * read), or is what it was when last found not to be for us; late, past the
+ * scan's share of the reader, not asked (the next scan does). */
 static void scan_one(uint32_t pid, int late)
 {
-	if (pid == (uint32_t)getpid() || ef_abpf_attached(A.bpf, pid))
+	if (pid == (uint32_t)getpid() || ef_served_has(A.sv, pid))
 		return;
 	uint64_t gen = ef_abpf_generation(A.bpf, pid), start = ef_look_start(pid);
 	struct seen key = { pid, 0, 0, 0 };
@@ -307,14 +160,14 @@ static void scan_one(uint32_t pid, int late)
 		remember(pid, start, gen, s->until);
 		return;
 	}
-	if (!late && look_at(pid, gen) == 0)
-		remember(pid, start, gen, A.until);
+	if (!late)
+		ef_served_look(A.sv, pid, gen);
 }
 
 static void scan(void)
 {
 	A.nnext = 0;
-	A.slice_end = now_ms() + SLICE_MS;
+	A.cut = 0;
 	if (A.only) {
 		scan_one((uint32_t)A.only, 0);
 	} else {
@@ -323,7 +176,7 @@ static void scan(void)
 		while (d && (de = readdir(d)))
 			if (ef_proc_is_pid(de->d_name))
 				scan_one((uint32_t)strtoul(de->d_name, NULL, 10),
-					 stopping() || now_ms() > A.slice_end);
+					 stopping() || (A.cut |= ef_reader_pending(A.rd) >= SCAN_ASKS));
 		if (d)
 			closedir(d);
 	}
@@ -337,104 +190,104 @@ static void scan(void)
 		qsort(A.seen, A.nseen, sizeof(*A.seen), by_pid);
 }
 
-/* An exec: the kernel dropped the process's entry; read the new image. A
- * verdict of "not for us" goes into the last scan's list, so that the next
- * scan does not look (and say so) again. */
-static void on_exec(uint32_t tgid)
+/* A verdict of "not for us" from the reader goes into the last scan's list,
+ * so that the next scan does not ask (and say so) again. */
+static void not_for_us(uint32_t tgid, uint64_t start, uint64_t gen, uint64_t until)
 {
-	if (A.only) { /* attach_look's, after the batch */
-		A.exec_seen |= tgid == (uint32_t)A.only;
-		return;
-	}
-	if (ef_abpf_attached(A.bpf, tgid))
-		return;
-	uint64_t gen = ef_abpf_generation(A.bpf, tgid), start = ef_look_start(tgid);
-	if (look_at(tgid, gen) != 0)
-		return;
-	struct seen key = { tgid, start, gen, A.until };
+	struct seen key = { tgid, start, gen, until };
 	struct seen *s = A.nseen ? bsearch(&key, A.seen, A.nseen, sizeof(*s), by_pid) : NULL;
 	if (s) {
 		*s = key; /* the same pid: the order holds */
-	} else if (A.nseen < A.capseen) { /* inserted in order */
-		size_t at = A.nseen;
-		while (at > 0 && A.seen[at - 1].pid > tgid)
-			at--;
-		memmove(&A.seen[at + 1], &A.seen[at], (A.nseen - at) * sizeof(*A.seen));
-		A.seen[at] = key;
-		A.nseen++;
-	} /* else looked at again by the next scan: said twice, not wrong */
+		return;
+	}
+	if (A.nseen == A.capseen) {
+		size_t cap = A.capseen ? 2 * A.capseen : 1024;
+		struct seen *v = realloc(A.seen, cap * sizeof(*v));
+		if (!v)
+			return; /* looked at again by the next scan: said twice, not wrong */
+		A.seen = v, A.capseen = cap;
+	}
+	size_t at = A.nseen; /* inserted in order */
+	while (at > 0 && A.seen[at - 1].pid > tgid)
+		at--;
+	memmove(&A.seen[at + 1], &A.seen[at], (A.nseen - at) * sizeof(*A.seen));
+	A.seen[at] = key;
+	A.nseen++;
 }
 
 /* What the kernel tells: an exec, or (wake-up mechanism) a process's waker
- * to make or to empty. */
+ * to make or to empty. Each is the process's record's to act on. */
 static void on_event(uint32_t tgid, uint32_t kind, void *arg)
 {
 	(void)arg;
-	if (kind == EF_BPF_EV_WAKER || kind == EF_BPF_EV_DRAIN) {
-		if (A.wake && kind == EF_BPF_EV_WAKER)
-			ef_awake_make(A.wake, tgid);
-		else if (A.wake)
-			ef_awake_drain(A.wake, tgid);
-		return;
-	}
-	if (A.wake) /* the old image's waker goes with it */
-		ef_awake_drop(A.wake, tgid);
-	on_exec(tgid);
+	if (kind == EF_BPF_EV_WAKER)
+		ef_served_waker_asked(A.sv, tgid);
+	else if (kind == EF_BPF_EV_DRAIN)
+		ef_served_drain(A.sv, tgid);
+	else if (A.only) /* attach_look's, after the batch */
+		A.exec_seen |= tgid == (uint32_t)A.only;
+	else
+		ef_served_exec(A.sv, tgid);
 }
 
-/* The execs the kernel queued, each read within this batch's slice. */
+/* The events the kernel queued. */
 static void execs(void)
 {
-	A.slice_end = now_ms() + SLICE_MS;
 	ef_abpf_events(A.bpf, on_event, NULL);
-	if (A.wake)
-		ef_awake_commit(A.wake);
+	ef_served_commit(A.sv);
 }
 
-/* attach: whether a later exec could change a verdict on the process: it
- * runs its parent's executable, a fork that has not exec'd yet (`prog &
- * epollfix attach $!` may find the shell's child before its exec). */
-static int runs_parents_image(long pid)
+/* attach: asks the reader about the process unless it is attached or being
+ * read; its answer says the verdict (attach_verdict). */
+static void attach_look(void)
 {
-	char pp[32], a[64], b[64];
-	struct ef_proc_field f;
-	struct stat x, y;
-	ef_proc_field_init(&f, "PPid", pp, sizeof(pp));
-	if (ef_proc_fields_via(syscall, pid, "status", &f, 1) != 0 || atol(pp) <= 0)
-		return 0;
-	snprintf(a, sizeof(a), "/proc/%ld/exe", pid);
-	snprintf(b, sizeof(b), "/proc/%ld/exe", atol(pp));
-	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-/* attach: looks at the process (at start, at its execs, at each scan) unless
- * it is attached, and says each new verdict once. 0 to go on waiting or
- * serving; EXIT_NOT_SERVED when its image cannot be served and only its
- * exec could change that, which a fork's own image alone is waiting for. */
-static int attach_look(void)
-{
-	static char said[sizeof(A.why)];
 	uint32_t pid = (uint32_t)A.only;
-	if (ef_abpf_attached(A.bpf, pid))
-		return 0;
-	A.slice_end = now_ms() + SLICE_MS;
-	*A.why = '\0';
-	int r = look_at(pid, ef_abpf_generation(A.bpf, pid));
+	if (!ef_served_has(A.sv, pid))
+		ef_served_look(A.sv, pid, ef_abpf_generation(A.bpf, pid));
+}
+
+/* attach: each new verdict said once; EXIT_NOT_SERVED when the image cannot
+ * be served and only its exec could change that, which a fork's own image
+ * alone is waiting for. */
+static void attach_verdict(const struct ef_ra *a, int r)
+{
 	if (r == 1) {
-		*said = '\0';
-		return 0;
+		*A.said = '\0';
+		return;
 	}
-	int fork = r == 0 && runs_parents_image(A.only);
-	if (r == 0 && !fork) {
-		fprintf(stderr, "epollfix attach: %s\n", A.why);
-		return EXIT_NOT_SERVED;
+	if (r == 0 && !a->fork) {
+		fprintf(stderr, "epollfix attach: %s\n", a->why);
+		A.status = EXIT_NOT_SERVED, A.done = 1;
+		return;
 	}
-	if (strcmp(said, A.why) != 0)
-		fprintf(stderr, "epollfix attach: %s; %s\n", A.why,
-			fork ? "it runs its parent's executable, not exec'd yet: waiting for its exec"
-			     : "looked at again at its next exec and every 2 s");
-	memcpy(said, A.why, sizeof(said));
-	return 0;
+	if (strcmp(A.said, a->why) != 0)
+		fprintf(stderr, "epollfix attach: %s; %s\n", a->why,
+			a->fork ? "it runs its parent's executable, not exec'd yet: waiting for its exec"
+				: "looked at again at its next exec and every 2 s");
+	snprintf(A.said, sizeof(A.said), "%s", a->why);
+}
+
+/* The reader's answers. */
+static void on_answer(const struct ef_rq *q, const struct ef_ra *a, void *arg)
+{
+	(void)arg;
+	if (q->kind == EF_RQ_WAKE) {
+		ef_served_woke(A.sv, q, a);
+		ef_served_commit(A.sv);
+		return;
+	}
+	int r = ef_served_looked(A.sv, q, a);
+	if (r == 1) {
+		A.attached++;
+		if (A.verbose)
+			fprintf(stderr, "epollfix agent: %s: attached\n", a->why);
+	} else if (r == 0) {
+		not_for_us(q->tgid, q->start, q->gen, a->until);
+		if (A.verbose && a->refused_go && !A.only)
+			fprintf(stderr, "epollfix agent: %s\n", a->why);
+	}
+	if (A.only && q->tgid == (uint32_t)A.only && (r != -1 || a->r == EF_LOOK_AGAIN))
+		attach_verdict(a, r);
 }
 
 static void report_process(uint32_t tgid, const struct ef_bpf_proc *p, void *arg)
@@ -613,56 +466,66 @@ static int run(void)
 			return 1;
 		}
 	}
-	if (A.mech == EF_MECH_WAKEUP && !(A.wake = ef_awake_new(A.bpf, A.verbose))) {
-		fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
-		ef_abpf_close(A.bpf);
-		return 1;
-	}
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	/* Each second the state file; every RESCAN_SECONDS a scan. */
+	int wfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	/* Each second the state file; every RESCAN_SECONDS a scan; every
+	 * WATCH_MS the reader's progress. */
 	struct itimerspec every = { { 1, 0 }, { 1, 0 } };
-	if (ep < 0 || sfd < 0 || tfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0) {
+	struct itimerspec watch = { { 0, WATCH_MS * 1000000L }, { 0, WATCH_MS * 1000000L } };
+	if (ep < 0 || sfd < 0 || tfd < 0 || wfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0 ||
+	    timerfd_settime(wfd, 0, &watch, NULL) != 0 || !(A.rd = ef_reader_new(ep, &A.sel, A.only)) ||
+	    !(A.sv = ef_served_new(A.bpf, A.rd, A.mech == EF_MECH_WAKEUP, A.verbose))) {
 		fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
+		ef_reader_free(A.rd);
+		ef_asig_free(A.sig);
 		ef_abpf_close(A.bpf);
 		return 1;
 	}
-	int fds[] = { sfd, tfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
-	for (int i = 0; i < 5; i++) {
+	int fds[] = { sfd, tfd, wfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (fds[i] >= 0)
 			epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
 	}
-	A.exes = calloc(EXES, sizeof(*A.exes)); /* NULL: read at every look */
 	ef_publish_open();
-	if (!A.only)
+	if (A.only)
+		attach_look();
+	else
 		scan();
-	int status = A.only ? attach_look() : 0, done = status != 0;
 	ef_publish(A.bpf);
 	uint64_t seconds = 0;
-	while (!done) {
-		struct epoll_event ev[5];
-		int n = epoll_wait(ep, ev, 5, -1);
-		for (int i = 0; i < n; i++) {
+	while (!A.done) {
+		struct epoll_event ev[8];
+		int n = epoll_wait(ep, ev, 8, -1);
+		for (int i = 0; i < n && !A.done; i++) {
 			int fd = ev[i].data.fd;
+			uint64_t ticks;
 			if (fd == sfd) {
 				struct signalfd_siginfo si;
 				if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
 				    si.ssi_signo == SIGUSR1)
 					report(stderr);
 				else
-					done = 1;
+					A.done = 1;
+			} else if (ef_reader_is(A.rd, fd)) {
+				ef_reader_answers(A.rd, fd, on_answer, NULL);
+				/* A scan cut short goes on, the processes it
+				 * asked about now remembered. */
+				if (A.cut && ef_reader_pending(A.rd) < SCAN_ASKS / 2)
+					scan();
+			} else if (fd == wfd) {
+				if (read(wfd, &ticks, sizeof(ticks)) > 0)
+					ef_reader_watch(A.rd, on_answer, NULL);
 			} else if (fd == tfd) {
-				uint64_t ticks;
 				if (read(tfd, &ticks, sizeof(ticks)) <= 0)
 					continue;
 				/* The execs of the last second the kernel queued
 				 * without waking the agent (within 100 ms of one
 				 * that woke it), then the rest a scan finds. */
 				execs();
-				if (A.wake)
-					ef_awake_tick(A.wake);
+				ef_served_tick(A.sv);
 				if ((seconds += ticks) >= RESCAN_SECONDS) {
 					seconds = 0;
 					if (A.only)
@@ -672,10 +535,10 @@ static int run(void)
 				}
 				ef_publish(A.bpf);
 			} else if (fd == pfd) {
-				done = 1; /* the process attached to is gone */
+				A.done = 1; /* the process attached to is gone */
 				if (!A.attached) {
 					fprintf(stderr, "epollfix attach: pid %ld ended, never served\n", A.only);
-					status = EXIT_NOT_SERVED;
+					A.status = EXIT_NOT_SERVED;
 				}
 			} else if (A.sig && fd == ef_asig_fd(A.sig)) {
 				ef_asig_due(A.sig);
@@ -683,23 +546,24 @@ static int run(void)
 				execs();
 			}
 		}
-		if (A.exec_seen && !done) {
+		if (A.exec_seen && !A.done) {
 			A.exec_seen = 0;
-			done = (status = attach_look()) != 0;
+			attach_look();
 		}
 	}
-	if (!status)
+	if (!A.status)
 		report(stderr);
 	ef_publish_close();
 	/* Detaching is closing: the kernel cancels the timers and the task work
-	 * still pending, and nothing is left in any program. */
+	 * still pending, and nothing is left in any program. A reader left
+	 * blocked holds nothing of the agent's (agent_reader.h). */
+	ef_reader_free(A.rd);
 	ef_asig_free(A.sig);
-	ef_awake_free(A.wake); /* out of every program's epoll set */
+	ef_served_free(A.sv); /* out of every program's epoll set */
 	ef_abpf_close(A.bpf);
 	free(A.seen);
 	free(A.next);
-	free(A.exes);
-	return status;
+	return A.status;
 }
 
 int ef_agent_main(int argc, char **argv)

@@ -268,6 +268,14 @@ int ef_abpf_attached(struct ef_abpf *b, uint32_t tgid)
 	return bpf_map_lookup_elem(bpf_map__fd(b->procs), &tgid, &p) == 0;
 }
 
+int ef_abpf_asked(struct ef_abpf *b, uint32_t tgid)
+{
+	struct ef_bpf_proc p;
+	if (bpf_map_lookup_elem(bpf_map__fd(b->procs), &tgid, &p) != 0)
+		return -1;
+	return p.asked != 0;
+}
+
 void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n)
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -61,6 +61,9 @@ int ef_abpf_attach(struct ef_abpf *b, uint32_t tgid, uint64_t gen, uint64_t star
 		   uint64_t sched_addr, uint64_t epfd_addr);
 int ef_abpf_detach(struct ef_abpf *b, uint32_t tgid);
 int ef_abpf_attached(struct ef_abpf *b, uint32_t tgid);
+/* Whether the kernel asked for tgid's waker (wake-up mechanism): 1, 0, or -1
+ * when tgid is not attached. */
+int ef_abpf_asked(struct ef_abpf *b, uint32_t tgid);
 
 /* The counters, summed over the CPUs (netpoll.h's enum ef_bpf_counter). */
 void ef_abpf_counters(struct ef_abpf *b, uint64_t *count, size_t n);
