@@ -33,7 +33,7 @@
 
 /* One thread-local block, reached with one offset: the policy's memory of
  * this thread, the counters it owns and its timer slack. */
-static __thread struct {
+struct thread_block {
 	/* The thread's slot while its calls may take the fast path; NULL sends
 	 * them to the slow path: no slot yet (or the shared one), a run of
 	 * upgraded waits open (ef_watching), or a hint set. */
@@ -54,7 +54,23 @@ static __thread struct {
 	/* Last, for its sites come last: a wait of a run reads the lines up to
 	 * the first site, where a thread with one event loop keeps its own. */
 	struct ef_thread policy;
-} tls __attribute__((tls_model("initial-exec"), aligned(64)));
+};
+
+/* What a wait of a run reads, up to the first site (272 bytes), lies in five
+ * cache lines from a line's start, and from any 16-byte start too. The block
+ * is aligned to 16, not to a line: a library loaded by dlopen (as
+ * epollfix.enable() loads it) gets static TLS only up to the alignment of the
+ * blocks already there, 16 on aarch64's glibc, which refuses more ("cannot
+ * allocate memory in static TLS block"). Its size is whole lines: on x86-64
+ * the loader lays the blocks down from the thread pointer, a line's start, in
+ * load order, so a library preloaded into a program with no thread-local data
+ * of its own (its block the first) starts on a line, as it did aligned to one. */
+#define LINE 64
+static __thread struct {
+	struct thread_block b;
+	char to_line_end[(LINE - sizeof(struct thread_block) % LINE) % LINE];
+} tls_block __attribute__((tls_model("initial-exec"), aligned(16)));
+#define tls (tls_block.b)
 
 /* Gives a thread's slot back when it ends (ef_interpose_init): without it,
  * once 255 threads had existed every new one shared the last slot, and took

@@ -14,6 +14,15 @@ setup() {
 	assert_output "$(printf '%s\n' epoll_pwait epoll_wait epollfix_counters epollfix_epoll_wait_ns epollfix_hint_ns epollfix_set epollfix_version prctl syscall | sort)"
 }
 
+@test "library's thread-local block asks at most 16-byte alignment, which glibc gives a dlopen on aarch64 too" {
+	# More (64 once) and aarch64's glibc refuses dlopen, epollfix.enable()'s
+	# way in: "cannot allocate memory in static TLS block".
+	run bash -c "readelf -lW '$EPOLLFIX_LIB' | awk '\$1 == \"TLS\" {print \$NF}'"
+	assert_success
+	[ -n "$output" ] || fail "no TLS segment in $EPOLLFIX_LIB"
+	(( output <= 16 )) || fail "TLS segment aligned to $output"
+}
+
 @test "C event loop: 50us sleep takes over 900us without the library" {
 	run "$EPOLLFIX_PROGS/ef-sleep" --count 100
 	assert_success

@@ -490,8 +490,11 @@ epollfix: status: $base/dir is no longer the directory it opened: writing into t
 	watch=$started
 	in=/proc/$watch/root$dir
 	wait_for "the first file" test -f "$in/epollfix.prom"
-	dd if=/dev/zero of="$in/fill" bs=4k 2>/dev/null || true
-	wait_for "a warning" grep -q "No space left on device" "$BATS_TEST_TMPDIR/watch"
+	# Filled again at each try: a fill that ends while a round holds both
+	# the old file and its new one leaves, once the rename frees the old,
+	# room for every later round's, and the watch has nothing to warn of.
+	wait_for "a warning" eval 'dd if=/dev/zero of="$in/fill" bs=4k oflag=append conv=notrunc 2>/dev/null;
+		grep -q "No space left on device" "$BATS_TEST_TMPDIR/watch"'
 	kill -0 "$watch" || fail "the watch ended: $(cat "$BATS_TEST_TMPDIR/watch")"
 	rm "$in/fill"
 	replaced_twice "$in/epollfix.prom"
