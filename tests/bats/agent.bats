@@ -1202,7 +1202,14 @@ fuse_noflush() {
 		fail "$(cat "$log")"
 	served_round
 	end_phases
-	kill "$agent_pid"
+	# The program's end ends the attach, with status 0 (a kill here raced
+	# that end, and lost it under load).
+	local i
+	for i in $(seq 300); do
+		kill -0 "$agent_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "$agent_pid" 2>/dev/null || fail "the attach did not end with its program: $(cat "$log")"
 	wait "$agent_pid" || fail "the agent's status: $?: $(cat "$log")"
 }
 
