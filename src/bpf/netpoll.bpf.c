@@ -16,8 +16,12 @@
  * own wake-up, whose event the runtime takes as a netpollBreak (no signal,
  * no EINTR; agent_wake.c). Only when asked, a third sends the deadline to
  * the agent, which sends SIGURG, Go's own preemption signal, at the deadline
- * if the thread is still in that wait (agent_signal.c). The agent loads one
- * of them (agent_bpf.c).
+ * if the thread is still in that wait (agent_signal.c), or, on kernels that
+ * refuse bpf_timer (PREEMPT_RT), arms at that deadline a timerfd of its own
+ * that it put into the runtime's epoll set as the runtime's wake-up
+ * (agent_served.c): the object built with EF_NO_TIMERS holds no timer at
+ * all, which such a kernel refuses even in a map no program uses. The agent
+ * loads one of them (agent_bpf.c).
  *
  * What makes a wrong or stale address harmless: the program only reads the
  * process's memory, never writes it; the callback acts only on a thread still
@@ -147,7 +151,9 @@ struct {
 /* The wake-up mechanism's threads: the timer at the deadline of the wait
  * each sleeps in, and that wait, cleared when the thread runs again. */
 struct wakewait {
+#ifndef EF_NO_TIMERS
 	struct bpf_timer timer;
+#endif
 	__u64 waiting;   /* host CLOCK_MONOTONIC deadline of the wait it sleeps in; 0: none */
 	__u64 pollUntil; /* that wait's deadline, the runtime's clock */
 	__u64 fired;     /* a runtime deadline woken for: never armed again */
@@ -516,6 +522,7 @@ static __always_inline void tell(__u32 tgid, __u32 kind)
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+#ifndef EF_NO_TIMERS
 /* The wake-up mechanism's timer: at the deadline of a wait its thread still
  * sleeps in (it has not run since: the switch program clears `waiting` when
  * it does), one record with a wake-up in the process's waker, which the
@@ -627,6 +634,8 @@ int BPF_PROG(on_switch_wake, bool preempt, struct task_struct *prev, struct task
 		w->waiting = 0, count(EF_BC_FULL, p);
 	return 0;
 }
+
+#endif /* EF_NO_TIMERS */
 
 /* Changes of a process that make its entry stale: an exec (another image)
  * and the end of its thread group. Its entry goes at once; the generation

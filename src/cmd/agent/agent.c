@@ -123,9 +123,11 @@ static void usage(FILE *out)
 		"  --check         say whether this kernel and these privileges allow it, and why\n"
 		"  --mechanism=M   how a wait is ended: taskwork (the kernel, no signal, Linux\n"
 		"                  6.18), wakeup (the kernel wakes the runtime's epoll set, no\n"
-		"                  signal, Linux 5.15), signal (the agent sends SIGURG, Linux\n"
-		"                  5.15: a program may see it), auto (the default: taskwork,\n"
-		"                  else wakeup, never signal)\n");
+		"                  signal, Linux 5.15), timerfd (the agent's timer wakes the\n"
+		"                  runtime's epoll set, no signal, no bpf_timer: PREEMPT_RT),\n"
+		"                  signal (the agent sends SIGURG, Linux 5.15: a program may\n"
+		"                  see it), auto (the default: taskwork, else wakeup, else\n"
+		"                  timerfd where the kernel refuses bpf_timer; never signal)\n");
 }
 
 static int by_pid(const void *a, const void *b)
@@ -344,21 +346,36 @@ static const char *const mechanism_text[EF_MECH_COUNT] = {
 			   "SIGURG to the thread at that deadline (tp_btf/sched_switch, ring buffer, "
 			   "timerfd); a program that subscribes to SIGURG (signal.Notify) sees one "
 			   "per wait ended; stopped, the agent ends none",
+	[EF_MECH_TIMERFD] = "the kernel sends each netpoll wait's deadline to the agent, which arms "
+			    "a timerfd of its own that the runtime's epoll set holds as its own wake-up "
+			    "(tp_btf/sched_switch, ring buffer, timerfd; no bpf_timer, no signal); the "
+			    "agent wakes once per wait; the program's epoll set shows one more item "
+			    "(its fdinfo); stopped, the agent ends none",
 };
 
-/* The program of A.mech loaded and attached. Chosen by auto, task work the
- * kernel refuses (it names the kfunc but will not load it here) falls back
- * to the wake-up mechanism, which needs less; said in one line. */
-static struct ef_abpf *open_mechanism(const int has[EF_KF_COUNT], struct ef_buf *why)
+/* The program of A.mech loaded and attached. Chosen by auto, a mechanism
+ * the kernel refuses falls back to the next that needs less: task work (the
+ * kernel names the kfunc but will not load it here) to wakeup, wakeup (a
+ * kernel that names bpf_timer and refuses it: PREEMPT_RT) to timerfd; each
+ * said in one line (in *fell, when not NULL). */
+static struct ef_abpf *open_mechanism(const int has[EF_KF_COUNT], struct ef_buf *why, struct ef_buf *fell)
 {
 	struct ef_abpf *b = ef_abpf_open(A.mech, why);
-	if (b || A.want != EF_MECH_AUTO || A.mech != EF_MECH_TASKWORK ||
-	    ef_abpf_choose(EF_MECH_WAKEUP, has) != EF_MECH_WAKEUP)
-		return b;
-	fprintf(stderr, "epollfix agent: taskwork: %s; the wakeup mechanism instead\n", why->p);
-	why->len = 0;
-	A.mech = EF_MECH_WAKEUP;
-	return ef_abpf_open(A.mech, why);
+	while (!b && A.want == EF_MECH_AUTO && A.mech != EF_MECH_TIMERFD) {
+		enum ef_mechanism next = A.mech == EF_MECH_TASKWORK ? EF_MECH_WAKEUP : EF_MECH_TIMERFD;
+		if (ef_abpf_choose(next, has) != next)
+			break;
+		if (fell)
+			ef_fmt(fell, "auto: %s refused here: %s", ef_mechanism_name[A.mech], why->p);
+		else
+			fprintf(stderr, "epollfix agent: %s: %s; the %s mechanism instead\n",
+				ef_mechanism_name[A.mech], why->p, ef_mechanism_name[next]);
+		why->len = 0;
+		why->p[0] = '\0';
+		A.mech = next;
+		b = ef_abpf_open(A.mech, why);
+	}
+	return b;
 }
 
 static int check(void)
@@ -375,7 +392,20 @@ static int check(void)
 	printf("privileges:  %s\n", geteuid() == 0 ? "root" : "not root: the agent needs root");
 	enum ef_mechanism m = btf ? ef_abpf_choose(A.want, has) : EF_MECH_AUTO;
 	int ok = m != EF_MECH_AUTO && geteuid() == 0;
-	if (m == EF_MECH_AUTO && A.want == EF_MECH_AUTO)
+	/* Why not, in every case: the line is all a skip message or an operator
+	 * reads (nothing was written here before the load was tried). */
+	char text[256] = "", fallen[512] = "";
+	struct ef_buf why = EF_BUF(text), fell = EF_BUF(fallen);
+	if (ok) {
+		A.mech = m;
+		struct ef_abpf *b = open_mechanism(has, &why, &fell);
+		ok = b != NULL;
+		ef_abpf_close(b);
+		m = A.mech;
+	}
+	if (*fallen)
+		printf("mechanism:   %s (%s)\n", ef_mechanism_name[m], fallen);
+	else if (m == EF_MECH_AUTO && A.want == EF_MECH_AUTO)
 		printf("mechanism:   none: this kernel lacks what taskwork and wakeup need (above)%s\n",
 		       btf && ef_abpf_choose(EF_MECH_SIGNAL, has) == EF_MECH_SIGNAL
 			       ? "; --mechanism=signal would apply, sending SIGURG, which a program "
@@ -390,25 +420,15 @@ static int check(void)
 		       A.want != EF_MECH_AUTO	 ? "--mechanism"
 		       : m == EF_MECH_TASKWORK ? "auto: the kernel has the task-work kfunc"
 					       : "auto: the kernel has no task-work kfunc");
-	/* Why not, in every case: the line is all a skip message or an operator
-	 * reads (nothing was written here before the load was tried). */
-	char text[256] = "";
-	struct ef_buf why = EF_BUF(text);
 	if (!btf)
 		ef_fmt(&why, "no BTF");
 	else if (m == EF_MECH_AUTO)
 		ef_fmt(&why, "this kernel lacks what %s",
 		       A.want == EF_MECH_AUTO ? "taskwork and wakeup need" : A.want == EF_MECH_TASKWORK ? "taskwork needs"
-					      : A.want == EF_MECH_WAKEUP ? "wakeup needs" : "signal needs");
+					      : A.want == EF_MECH_WAKEUP ? "wakeup needs"
+					      : A.want == EF_MECH_TIMERFD ? "timerfd needs" : "signal needs");
 	else if (geteuid() != 0)
 		ef_fmt(&why, "the agent needs root");
-	if (ok) {
-		A.mech = m;
-		struct ef_abpf *b = open_mechanism(has, &why);
-		ok = b != NULL;
-		ef_abpf_close(b);
-		m = A.mech;
-	}
 	if (ok)
 		printf("agent:       applies: %s\n", mechanism_text[m]);
 	else
@@ -451,7 +471,7 @@ static int run(void)
 			A.want == EF_MECH_AUTO ? "the agent" : ef_mechanism_name[A.want]);
 		return 1;
 	}
-	A.bpf = open_mechanism(has, &why);
+	A.bpf = open_mechanism(has, &why, NULL);
 	if (!A.bpf) {
 		fprintf(stderr, "epollfix agent: %s (see epollfix agent --check)\n", text);
 		return 1;
@@ -476,13 +496,19 @@ static int run(void)
 	struct itimerspec watch = { { 0, WATCH_MS * 1000000L }, { 0, WATCH_MS * 1000000L } };
 	if (ep < 0 || sfd < 0 || tfd < 0 || wfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0 ||
 	    timerfd_settime(wfd, 0, &watch, NULL) != 0 || !(A.rd = ef_reader_new(ep, &A.sel, A.only)) ||
-	    !(A.sv = ef_served_new(A.bpf, A.rd, A.mech == EF_MECH_WAKEUP, A.verbose))) {
+	    !(A.sv = ef_served_new(A.bpf, A.rd,
+				   A.mech == EF_MECH_WAKEUP    ? EF_ITEM_RING
+				   : A.mech == EF_MECH_TIMERFD ? EF_ITEM_TIMERFD
+							       : EF_ITEM_NONE,
+				   A.verbose))) {
 		fprintf(stderr, "epollfix agent: %s\n", strerror(errno));
 		ef_reader_free(A.rd);
 		ef_asig_free(A.sig);
 		ef_abpf_close(A.bpf);
 		return 1;
 	}
+	if (A.mech == EF_MECH_TIMERFD)
+		ef_abpf_on_deadline(A.bpf, ef_served_deadline, A.sv);
 	int fds[] = { sfd, tfd, wfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
@@ -585,7 +611,7 @@ int ef_agent_main(int argc, char **argv)
 			while (--m >= 0 && strcmp(a + 12, ef_mechanism_name[m]) != 0)
 				;
 			if (m < 0) {
-				fprintf(stderr, "epollfix %s: --mechanism=%s: not auto, taskwork, wakeup or signal\n",
+				fprintf(stderr, "epollfix %s: --mechanism=%s: not auto, taskwork, wakeup, timerfd or signal\n",
 					argv[0], a + 12);
 				return EXIT_USAGE;
 			}

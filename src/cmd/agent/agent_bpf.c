@@ -14,11 +14,13 @@
 #include "netpoll.h"
 #include "netpoll.skel.h"
 #include "netpoll7.skel.h"
+#include "netpollrt.skel.h"
 #include "netpollwake.skel.h"
 
 struct ef_abpf {
 	struct ef_netpoll *skel;      /* task work's object, or */
 	struct ef_netpollwake *wskel; /* the wake-up and signal mechanisms' (no kfunc) */
+	struct ef_netpollrt *rskel;   /* the timerfd mechanism's (no kfunc, no timer) */
 	struct bpf_map *procs, *gens, *counters, *sigwaits, *wakers, *events, *deadlines;
 	struct ring_buffer *rb;
 	void (*fn)(uint32_t, uint32_t, void *);
@@ -27,9 +29,9 @@ struct ef_abpf {
 	void *deadline_arg;
 };
 
-const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "wakeup", "signal" };
+const char *const ef_mechanism_name[EF_MECH_COUNT] = { "auto", "taskwork", "wakeup", "signal", "timerfd" };
 
-#define ALL (1u << EF_MECH_TASKWORK | 1u << EF_MECH_WAKEUP | 1u << EF_MECH_SIGNAL)
+#define ALL (1u << EF_MECH_TASKWORK | 1u << EF_MECH_WAKEUP | 1u << EF_MECH_SIGNAL | 1u << EF_MECH_TIMERFD)
 #define TASKWORK (1u << EF_MECH_TASKWORK)
 #define TIMERS (1u << EF_MECH_TASKWORK | 1u << EF_MECH_WAKEUP)
 
@@ -191,24 +193,33 @@ struct ef_abpf *ef_abpf_open(enum ef_mechanism m, struct ef_buf *why)
 		what = "the kernel refused to attach the program";
 		if (ef_netpoll__attach(k) != 0)
 			goto fail;
+	} else if (m == EF_MECH_TIMERFD || m == EF_MECH_SIGNAL) {
+		/* The object with no kfunc and no timer (a real-time kernel
+		 * refuses bpf_timer even in a map no program uses): its signal
+		 * program sends the deadlines; the agent arms timerfds in the
+		 * programs' epoll sets (timerfd), or sends SIGURG (signal). */
+		struct ef_netpollrt *k = b->rskel = ef_netpollrt__open();
+		if (!k || bpf_map__set_max_entries(k->maps.wakewaits, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.wakers, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.deadlines, 64 * 1024) != 0 || ef_netpollrt__load(k) != 0)
+			goto fail;
+		TAKE_MAPS(b, k);
+		what = "the kernel refused to attach the program";
+		if (ef_netpollrt__attach(k) != 0)
+			goto fail;
 	} else {
-		/* The object with no kfunc (Linux 5.15 on), one of its two
-		 * sched_switch programs. */
-		int signal = m == EF_MECH_SIGNAL;
+		/* The object with no kfunc (Linux 5.15 on): its wake-up program. */
 		struct ef_netpollwake *k = b->wskel = ef_netpollwake__open();
-		if (!k || bpf_program__set_autoload(k->progs.on_switch_signal, signal) != 0 ||
-		    bpf_program__set_autoload(k->progs.on_switch_wake, !signal) != 0 ||
-		    bpf_map__set_max_entries(signal ? k->maps.wakewaits : k->maps.sigwaits, 1) != 0 ||
-		    (signal && bpf_map__set_max_entries(k->maps.wakers, 1) != 0) ||
-		    bpf_map__set_max_entries(k->maps.deadlines, signal ? 64 * 1024 : 4096) != 0 ||
-		    ef_netpollwake__load(k) != 0)
+		if (!k || bpf_program__set_autoload(k->progs.on_switch_signal, 0) != 0 ||
+		    bpf_map__set_max_entries(k->maps.sigwaits, 1) != 0 ||
+		    bpf_map__set_max_entries(k->maps.deadlines, 4096) != 0 || ef_netpollwake__load(k) != 0)
 			goto fail;
 		TAKE_MAPS(b, k);
 		what = "the kernel refused to attach the program";
 		if (ef_netpollwake__attach(k) != 0)
 			goto fail;
 	}
-	int signal = m == EF_MECH_SIGNAL;
+	int signal = m == EF_MECH_SIGNAL || m == EF_MECH_TIMERFD; /* deadlines sent */
 	what = "no ring buffer";
 	if (!(b->rb = ring_buffer__new(bpf_map__fd(b->events), on_event, b, NULL)) ||
 	    (signal && ring_buffer__add(b->rb, bpf_map__fd(b->deadlines), on_deadline, b) != 0))
@@ -229,6 +240,7 @@ void ef_abpf_close(struct ef_abpf *b)
 	ring_buffer__free(b->rb);
 	ef_netpoll__destroy(b->skel);
 	ef_netpollwake__destroy(b->wskel);
+	ef_netpollrt__destroy(b->rskel);
 	free(b);
 }
 

@@ -17,10 +17,20 @@ struct ef_bpf_sigwait;
 
 /* How a wait is ended at its deadline: by the kernel's task work (no
  * signal, Linux 6.18), by the kernel's write of a waker the runtime's epoll
- * set holds as its own wake-up (no signal, Linux 5.15, agent_wake.c), or by
- * the agent's SIGURG (agent_signal.c). */
-enum ef_mechanism { EF_MECH_AUTO, EF_MECH_TASKWORK, EF_MECH_WAKEUP, EF_MECH_SIGNAL, EF_MECH_COUNT };
-extern const char *const ef_mechanism_name[EF_MECH_COUNT]; /* auto, taskwork, wakeup, signal */
+ * set holds as its own wake-up (no signal, Linux 5.15, agent_wake.c), by the
+ * agent's SIGURG (agent_signal.c), or by a timerfd of the agent's that the
+ * runtime's epoll set holds as its own wake-up, armed by the agent at each
+ * deadline the kernel sends (no signal, no bpf_timer: PREEMPT_RT kernels,
+ * agent_served.c). */
+enum ef_mechanism {
+	EF_MECH_AUTO,
+	EF_MECH_TASKWORK,
+	EF_MECH_WAKEUP,
+	EF_MECH_SIGNAL,
+	EF_MECH_TIMERFD,
+	EF_MECH_COUNT
+};
+extern const char *const ef_mechanism_name[EF_MECH_COUNT]; /* auto, taskwork, wakeup, signal, timerfd */
 
 /* What the kernel offers, read from its BTF (loads nothing). */
 enum ef_kfeature {
@@ -43,7 +53,9 @@ int ef_abpf_probe(int has[EF_KF_COUNT]);
  * has too little for it. AUTO is task work where the kernel has the kfunc,
  * else wake-up, never the signal: it sends SIGURG, which a program may see
  * (signal.Notify) and which ends a system call its cgo code sleeps in, so it
- * runs only when asked for. */
+ * runs only when asked for. A kernel that names bpf_timer and refuses it
+ * (PREEMPT_RT) is known only at the load: auto then takes timerfd
+ * (agent.c's open_mechanism). */
 enum ef_mechanism ef_abpf_choose(enum ef_mechanism want, const int has[EF_KF_COUNT]);
 
 /* Loads and attaches the program of mechanism `m` (not AUTO):

@@ -5,13 +5,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
 
 #include "agent_bpf.h"
 #include "agent_reader.h"
+#include "agent_signal.h"
 #include "agent_wake.h"
 #include "look.h"
+#include "netpoll.h"
 
 /* A waker whose making failed is asked again after 1, 2, 4... s, MEND_TRIES
  * times at most; the last failure is said. */
@@ -24,7 +29,7 @@ struct rec {
 	enum state state;
 	uint64_t gen, start;
 	uint64_t epfd, wake, tag; /* load bias applied */
-	struct ef_waker w;
+	struct ef_waker w; /* EF_ITEM_RING's; EF_ITEM_TIMERFD's timerfd in w.ring */
 	int waking;  /* its WAKE under way */
 	int joined;  /* in the epoll set, not yet given to the kernel */
 	int given;   /* in the kernel's map of wakers */
@@ -35,7 +40,9 @@ struct rec {
 struct ef_served {
 	struct ef_abpf *b;
 	struct ef_reader *r;
-	int wakeup, verbose;
+	enum ef_item item;
+	int verbose;
+	int64_t offset; /* the agent's time namespace: its clock = host + offset */
 	struct rec *v;
 	size_t n, cap;
 };
@@ -47,12 +54,25 @@ static uint64_t now_s(void)
 	return (uint64_t)t.tv_sec;
 }
 
-struct ef_served *ef_served_new(struct ef_abpf *b, struct ef_reader *r, int wakeup, int verbose)
+struct ef_served *ef_served_new(struct ef_abpf *b, struct ef_reader *r, enum ef_item item, int verbose)
 {
 	struct ef_served *s = calloc(1, sizeof(*s));
 	if (s)
-		*s = (struct ef_served){ .b = b, .r = r, .wakeup = wakeup, .verbose = verbose };
+		*s = (struct ef_served){ .b = b, .r = r, .item = item, .verbose = verbose,
+					 .offset = ef_asig_own_offset() };
 	return s;
+}
+
+/* The item put into the process's epoll set: a ring buffer, mapped, or a
+ * timerfd (never read: each expiry is one event, edge-triggered). */
+static int item_open(struct ef_served *s, struct ef_waker *w, const char **why)
+{
+	if (s->item == EF_ITEM_RING)
+		return ef_waker_open(w, why);
+	*w = EF_WAKER_NONE;
+	w->ring = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	*why = "no timerfd";
+	return w->ring < 0 ? -1 : 0;
 }
 
 static struct rec *find(struct ef_served *s, uint32_t tgid)
@@ -68,7 +88,7 @@ static struct rec *find(struct ef_served *s, uint32_t tgid)
  * own), then out of the epoll set (closed). */
 static void forget(struct ef_served *s, struct rec *x)
 {
-	if (x->given)
+	if (x->given && s->item == EF_ITEM_RING)
 		ef_abpf_drop_wakers(s->b, &x->tgid, 1);
 	ef_waker_close(&x->w);
 	*x = s->v[--s->n];
@@ -145,7 +165,7 @@ static void wake(struct ef_served *s, struct rec *x)
 	const char *why;
 	if (x->waking || x->w.ring >= 0 || x->tries >= MEND_TRIES || now_s() < x->next_try)
 		return;
-	if (ef_waker_open(&x->w, &why) != 0) {
+	if (item_open(s, &x->w, &why) != 0) {
 		if (s->verbose)
 			fprintf(stderr, "epollfix agent: pid %u: no waker: %s; its waits keep their own 1 ms\n",
 				x->tgid, why);
@@ -168,7 +188,9 @@ void ef_served_woke(struct ef_served *s, const struct ef_rq *q, const struct ef_
 		return; /* its ring went with an exec */
 	x->waking = 0;
 	if (a->r == 0) {
-		x->joined = 1;
+		/* A ring goes to the kernel's map; a timerfd is the agent's to arm. */
+		x->joined = s->item == EF_ITEM_RING;
+		x->given = s->item == EF_ITEM_TIMERFD;
 		return;
 	}
 	ef_waker_close(&x->w);
@@ -184,14 +206,33 @@ void ef_served_woke(struct ef_served *s, const struct ef_rq *q, const struct ef_
 void ef_served_waker_asked(struct ef_served *s, uint32_t tgid)
 {
 	struct rec *x = find(s, tgid);
-	if (s->wakeup && x && x->state == ATTACHED)
+	if (s->item == EF_ITEM_RING && x && x->state == ATTACHED)
 		wake(s, x);
+}
+
+void ef_served_deadline(const struct ef_bpf_deadline *d, void *arg)
+{
+	struct ef_served *s = arg;
+	struct rec *x = find(s, d->tgid);
+	if (!x || x->state != ATTACHED)
+		return;
+	if (!x->given) {
+		wake(s, x); /* its first wait: this one keeps its own 1 ms */
+		return;
+	}
+	/* Absolute, in the agent's clock; one long past fires at once (0 would
+	 * disarm). */
+	int64_t at = (int64_t)d->deadline + s->offset;
+	if (at <= 0)
+		at = 1;
+	struct itimerspec its = { .it_value = { at / 1000000000, at % 1000000000 } };
+	timerfd_settime(x->w.ring, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 void ef_served_drain(struct ef_served *s, uint32_t tgid)
 {
 	struct rec *x = find(s, tgid);
-	if (x)
+	if (x && s->item == EF_ITEM_RING)
 		ef_waker_drain(&x->w);
 }
 
@@ -231,7 +272,7 @@ void ef_served_tick(struct ef_served *s)
 			if (asked < 0 && n < sizeof(gone) / sizeof(gone[0])) {
 				/* Ended, or exec'd with its event not read yet
 				 * (read next: looked at again then). */
-				if (x->given)
+				if (x->given && s->item == EF_ITEM_RING)
 					gone[n++] = x->tgid;
 				x->given = 0;
 				forget(s, x); /* the last moved here: looked at next */
@@ -239,9 +280,10 @@ void ef_served_tick(struct ef_served *s)
 			}
 			/* Asked for and never made: its event lost, or its
 			 * making failed; mended here. */
-			if (asked == 1 && s->wakeup && x->w.ring < 0)
+			if (asked == 1 && s->item == EF_ITEM_RING && x->w.ring < 0)
 				wake(s, x);
-			ef_waker_drain(&x->w);
+			if (s->item == EF_ITEM_RING)
+				ef_waker_drain(&x->w);
 		}
 		i++;
 	}

@@ -18,13 +18,18 @@
 #include <stdint.h>
 
 struct ef_abpf;
+struct ef_bpf_deadline;
 struct ef_reader;
 struct ef_rq;
 struct ef_ra;
 struct ef_served;
 
-/* wakeup: the wake-up mechanism is the one loaded (wakers are made). */
-struct ef_served *ef_served_new(struct ef_abpf *b, struct ef_reader *r, int wakeup, int verbose);
+/* What each attached process is given to put into its runtime's epoll set,
+ * by the mechanism loaded: nothing, a waker (wakeup: a ring buffer the
+ * kernel writes), or a timerfd (timerfd: the agent arms it at each deadline
+ * the kernel sends). */
+enum ef_item { EF_ITEM_NONE, EF_ITEM_RING, EF_ITEM_TIMERFD };
+struct ef_served *ef_served_new(struct ef_abpf *b, struct ef_reader *r, enum ef_item item, int verbose);
 /* Every waker closed: out of every epoll set. */
 void ef_served_free(struct ef_served *s);
 
@@ -49,6 +54,9 @@ void ef_served_woke(struct ef_served *s, const struct ef_rq *q, const struct ef_
  * has no waker; its waker is a quarter full. */
 void ef_served_waker_asked(struct ef_served *s, uint32_t tgid);
 void ef_served_drain(struct ef_served *s, uint32_t tgid);
+/* The timerfd mechanism: a netpoll wait's deadline (the kernel's ring
+ * buffer): the process's timerfd armed at it, or made when it has none. */
+void ef_served_deadline(const struct ef_bpf_deadline *d, void *s);
 /* The wakers made since, given to the kernel at once (one wait of the
  * kernel's for many: agent_bpf.h). */
 void ef_served_commit(struct ef_served *s);

@@ -39,10 +39,7 @@ struct ef_asig {
 	uint64_t count[EF_ASIG_COUNT];
 };
 
-/* The monotonic offset of the agent's own time namespace, from
- * /proc/self/timens_offsets ("monotonic SECONDS NANOSECONDS"); 0 without
- * time namespaces. The kernel's deadlines are the host's clock. */
-static int64_t own_offset(void)
+int64_t ef_asig_own_offset(void)
 {
 	char buf[256];
 	int fd = open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
@@ -120,7 +117,7 @@ struct ef_asig *ef_asig_new(struct ef_abpf *b)
 	if (!s)
 		return NULL;
 	s->b = b;
-	s->offset = own_offset();
+	s->offset = ef_asig_own_offset();
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->tfd < 0) {
 		free(s);

@@ -32,5 +32,10 @@ void ef_asig_due(struct ef_asig *s);
 /* A deadline from the kernel (the ring buffer's callback). */
 void ef_asig_add(const struct ef_bpf_deadline *d, void *arg);
 void ef_asig_counters(const struct ef_asig *s, uint64_t count[EF_ASIG_COUNT]);
+/* The monotonic offset of the agent's own time namespace, from
+ * /proc/self/timens_offsets ("monotonic SECONDS NANOSECONDS"); 0 without
+ * time namespaces. The kernel's deadlines are the host's clock: a timer of
+ * the agent's is armed at deadline + offset. */
+int64_t ef_asig_own_offset(void);
 
 #endif
