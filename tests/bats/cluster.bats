@@ -189,15 +189,16 @@ install_agent() {
 		--set agent.nodeExporter.image=localhost/epollfix-test/node-exporter:current "$@"
 }
 
-# install_go_agent: that, with the Go agent (agent.go.enabled); skipped where
-# the image has no Go programs or no agent, or the kernel does not allow it.
+# install_go_agent [HELM-ARGS...]: that, with the Go agent (agent.go.enabled);
+# skipped where the image has no Go programs or no agent, or the kernel does
+# not allow it.
 install_go_agent() {
 	[ -x "$EPOLLFIX_BUILD/go/local/static/sleeps" ] && [ -x "$EPOLLFIX_BUILD/go/local/static/httpnap" ] ||
 		skip_missing "no Go test programs (tests/progs/go/build: offline, or no go)"
 	[ -x "$EPOLLFIX_BUILD/src/epollfix-agent-static" ] || skip_missing "the glibc build has no agent (-Dbpf)"
 	"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check >/dev/null 2>&1 ||
 		skip_missing "the agent does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check 2>&1 | tail -1)"
-	install_agent --set agent.go.enabled=true
+	install_agent --set agent.go.enabled=true "$@"
 }
 
 # agent_ready [OLD]: waits (4 min: a CI run's load has kept node_exporter
@@ -367,16 +368,22 @@ served_go() {
 	echo "# agent: $(grep -c . <<<"$pods") epollfix series for 2 injected pods" >&3
 }
 
-@test "Go agent: static and stripped Go pods that opt in are served by the node's agent (50 us sleeps; its log names them), one it cannot read is named and left alone, the same image without the annotation is not touched" {
-	install_go_agent
+@test "Go agent on the mechanism of kernels 5.15-6.17 (wakeup, forced): static, stripped and entrypoint-started Go pods that opt in are served by the node's agent (50 us sleeps; its log names them), one it cannot read is named and left alone, the same image without the annotation is not touched" {
+	"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism=wakeup >/dev/null 2>&1 ||
+		skip_missing "the wakeup mechanism does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism=wakeup 2>&1 | tail -1)"
+	install_go_agent --set agent.go.mechanism=wakeup
 	namespace shop
 	local agent p l phase log
 	agent=$(agent_ready)
+	kc -n epollfix get pod "$agent" -o jsonpath='{.spec.containers[?(@.name=="epollfix-go-agent")].command}' |
+		grep -q -- '--mechanism=wakeup' || fail "the agent was not started with --mechanism=wakeup"
 	pod shop go-static true go-sleeps 2000
 	pod shop go-stripped true go-sleeps-stripped 2000
+	# An image's entrypoint script: its shell's exec "$@", then the program.
+	pod shop go-entry true entrypoint:go-sleeps 2000
 	pod shop go-noopt true go-sleeps-noopt 1000
 	pod shop go-off false go-sleeps 1000
-	for p in go-static go-stripped go-noopt go-off; do
+	for p in go-static go-stripped go-entry go-noopt go-off; do
 		phase=$(finished shop "$p")
 		[ "$phase" = Succeeded ] || fail "shop/$p: $phase $(kc -n shop logs "$p" 2>&1 | tail -5)"
 		output=$(kc -n shop logs -c app "$p")
@@ -384,7 +391,7 @@ served_go() {
 		echo "# shop/$p: median $l us late" >&3
 		echo "shop/$p $l" >>"$BATS_FILE_TMPDIR/lateness"
 		case $p in
-		go-static | go-stripped) [ "$l" -lt 600 ] || fail "shop/$p: $l us late with the agent" ;;
+		go-static | go-stripped | go-entry) [ "$l" -lt 600 ] || fail "shop/$p: $l us late with the agent" ;;
 		*) [ "$l" -gt 900 ] || fail "shop/$p: only $l us late without the agent" ;;
 		esac
 	done
@@ -392,8 +399,9 @@ served_go() {
 	# not; none for the pod that did not opt in (the same program).
 	log=$(kc -n epollfix logs "$agent" -c epollfix-go-agent)
 	echo "$log" >"$BATS_TEST_TMPDIR/agent.log"
-	[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 1 ] ||
-		fail "not one attached go-sleeps in the agent's log: $log"
+	[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 2 ] ||
+		fail "not two attached go-sleeps (go-static, go-entry) in the agent's log: $log"
+	! grep -q "no waker" <<<"$log" || fail "a waker not made: $log"
 	[ "$(grep -c '(/usr/local/bin/go-sleeps-stripped, go[0-9.]*): attached$' <<<"$log")" = 1 ] ||
 		fail "not one attached go-sleeps-stripped in the agent's log: $log"
 	grep -q '(/usr/local/bin/go-sleeps-noopt, go[0-9.]*): not attached: ' <<<"$log" ||

@@ -644,14 +644,21 @@ static void replace(struct ef_reader *r, struct child *c, const char *what, ef_r
 		close(k.ring);
 	if (spawn(r, c) != 0)
 		fprintf(stderr, "epollfix agent: no new reader: %s\n", strerror(errno));
-	for (size_t i = 0; i < n; i++)
-		if (ef_reader_backed_off(r, rest[i].q.tgid) || queue(c, &rest[i]) != 0) {
-			/* Not asked again: looked at again by a scan, its
-			 * waker mended. */
-			if (rest[i].ring >= 0)
-				close(rest[i].ring);
-		}
 	static struct ef_ra a;
+	for (size_t i = 0; i < n; i++) {
+		if (!ef_reader_backed_off(r, rest[i].q.tgid) && queue(c, &rest[i]) == 0)
+			continue;
+		/* Not asked again: answered "later" (looked at again by a
+		 * scan, its waker mended), so that its record does not wait
+		 * for an answer that never comes. */
+		if (rest[i].ring >= 0)
+			close(rest[i].ring);
+		memset(&a, 0, sizeof(a));
+		a.kind = rest[i].q.kind, a.tgid = rest[i].q.tgid, a.gen = rest[i].q.gen, a.start = rest[i].q.start;
+		a.r = rest[i].q.kind == EF_RQ_LOOK ? EF_LOOK_AGAIN : EF_GO_WAKE_UNREADABLE;
+		snprintf(a.why, sizeof(a.why), "pid %u: asked again later", a.tgid);
+		fn(&rest[i].q, &a, arg);
+	}
 	memset(&a, 0, sizeof(a));
 	a.kind = k.q.kind, a.tgid = k.q.tgid, a.gen = k.q.gen, a.start = k.q.start, a.r = -2;
 	snprintf(a.why, sizeof(a.why), "pid %u: its %s %s: not served", k.q.tgid,
