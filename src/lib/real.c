@@ -155,27 +155,45 @@ int ef_seccomp_inherited(void)
  * (ef_seccomp_set). Loaded with dlopen (Python's epollfix.enable()) it comes
  * after libc in symbol lookup, and a filter installed through libc (libseccomp's
  * seccomp_load, the program's own prctl) passes it by. Then, before each use of
- * epoll_pwait2 or of its own slack, the library reads the process's filter
- * count (Seccomp_filters: in /proc/self/status, Linux 5.9, before
- * epoll_pwait2's 5.11); any change from the count at start means a filter it
- * never read: it stops making either call for good.
- * The file is opened once, in the constructor, and read with pread: a filter
- * installed later that forbids opening files (pledge-like) leaves the check
- * what it needs, and a read costs no open and close. The fd sits at 256 or
- * above, away from the low numbers a program reuses; it is checked by fstat
- * before each read, so a number the program closed and reused (closefrom,
- * dup2) is never read nor closed: the library opens the file again then (the
- * one open after start-up, and only after the program closed the library's).
- * A fork child's handler opens its own before the child's code runs (the
- * inherited one is the parent's file). The count is the main thread's: a
- * filter installed with TSYNC, or by the main thread, shows there; one that
- * another thread installs for itself alone does not (doc/limits.md). prctl
- * (PR_GET_SECCOMP), which needs no fd, is no check: the filter it would look
- * for may kill prctl. */
+ * epoll_pwait2 or of its own slack, the library checks that no filter came
+ * since; one that did makes it stop making either call for good. How it
+ * checks depends on what was in force at the dlopen:
+ *  - no filter (most programs): prctl(PR_GET_SECCOMP), one system call of
+ *    about 0.1 us, answers 0 while the calling thread, the one about to make
+ *    the library's calls, is under none. Any other answer, an error included,
+ *    is a filter. A filter that kills that prctl kills the process at its
+ *    next check: the trade for not reading a /proc file (about 5 us) twice a
+ *    wait, whose pread64 a filter could kill as well (doc/limits.md).
+ *    A kernel without seccomp answers EINVAL at the dlopen: no filter can
+ *    ever come, and there is nothing to check.
+ *  - a filter already (PR_GET_SECCOMP says 2 for the first as for a second):
+ *    the process's filter count (Seccomp_filters: in /proc/self/status, Linux
+ *    5.9, before epoll_pwait2's 5.11), at most once per RECOUNT_NS; any change
+ *    from the count at start means a filter it never read. A filter installed
+ *    less than RECOUNT_NS after the last reading meets the waits of that
+ *    interval (doc/limits.md).
+ * The status file is opened once, in the constructor, and read with pread: a
+ * filter installed later that forbids opening files (pledge-like) leaves the
+ * check what it needs, and a read costs no open and close. The fd sits at 256
+ * or above, away from the low numbers a program reuses; it is checked by
+ * fstat before each read, so a number the program closed and reused
+ * (closefrom, dup2) is never read nor closed: the library opens the file
+ * again then (the one open after start-up, and only after the program closed
+ * the library's). A fork child's handler opens its own before the child's
+ * code runs (the inherited one is the parent's file). The count is the main
+ * thread's: a filter installed with TSYNC, or by the main thread, shows
+ * there; one that another thread installs for itself alone does not
+ * (doc/limits.md). */
 
 static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed */
 /* The count at start; -1: unread then (EMFILE at the dlopen, say). */
 static _Atomic long filters_at_start = -1;
+/* How the checks are made, loaded with dlopen. */
+enum { BY_COUNT, BY_PRCTL, NOTHING_TO_CHECK };
+static _Atomic int check_by = BY_COUNT;
+/* The count is read again at most once in this time (filters at start). */
+#define RECOUNT_NS 10000000LL
+static _Atomic int64_t counted_at; /* CLOCK_MONOTONIC of the last reading that matched; 0: none */
 
 #define STATUS_FD_FLOOR 256
 static _Atomic int status_fd = -1; /* /proc/self/status, held */
@@ -294,6 +312,25 @@ static int ahead_of(const void *next)
 	return o.found == 1;
 }
 
+/* The thread's seccomp mode (0: no filter), as prctl(PR_GET_SECCOMP) tells
+ * it: -errno when it fails (EINVAL: a kernel without seccomp). errno is kept. */
+static long seccomp_mode_now(void)
+{
+	int saved = errno;
+	long r = ef_real_prctl()(PR_GET_SECCOMP, 0UL, 0UL, 0UL, 0UL);
+	if (r < 0)
+		r = -errno;
+	errno = saved;
+	return r;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void ef_filters_init(void)
 {
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
@@ -301,8 +338,18 @@ void ef_filters_init(void)
 		int err, fd = status_open();
 		if (fd >= 0)
 			atomic_store_explicit(&status_fd, fd, memory_order_release);
-		atomic_store_explicit(&filters_at_start, fd >= 0 ? count_in(fd, &err) : -1,
-				      memory_order_relaxed);
+		long n = fd >= 0 ? count_in(fd, &err) : -1;
+		atomic_store_explicit(&filters_at_start, n, memory_order_relaxed);
+		/* No filter: prctl cannot be refused yet, and the file is not
+		 * needed (but where this thread has one of its own that the main
+		 * thread's count does not show). */
+		long mode = n == 0 ? seccomp_mode_now() : 1;
+		if (mode == 0 || mode == -EINVAL) {
+			atomic_store_explicit(&check_by, mode == 0 ? BY_PRCTL : NOTHING_TO_CHECK,
+					      memory_order_relaxed);
+			atomic_store_explicit(&status_fd, -1, memory_order_release);
+			ef_real_syscall()(SYS_close, (long)fd);
+		}
 	}
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
 }
@@ -314,15 +361,39 @@ static int transient(int err)
 	       err == ENOBUFS;
 }
 
+/* A filter came that the library never read: both calls given up for good.
+ * It may forbid opening files after start-up (pledge-like): the exit report
+ * then goes to stderr, as when one it read does. */
+static void unseen(int why)
+{
+	ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
+	ef_pwait2_refused(why);
+}
+
 static __attribute__((noinline, cold)) int filters_checked(void)
 {
 	if ((ef_sandbox_denied() & EF_DENY_CALLS) == EF_DENY_CALLS)
 		return 0;
+	int by = atomic_load_explicit(&check_by, memory_order_relaxed);
+	if (by == NOTHING_TO_CHECK)
+		return 1;
+	if (by == BY_PRCTL) {
+		if (seccomp_mode_now() == 0)
+			return 1;
+		unseen(EF_WHY_FILTER_UNSEEN);
+		return 0;
+	}
+	/* Recounted at most once per RECOUNT_NS (a clock that went back counts). */
+	int64_t t = mono_ns(), last = atomic_load_explicit(&counted_at, memory_order_relaxed);
+	if (last && t >= last && t - last < RECOUNT_NS)
+		return 1;
 	int err;
 	long now = filter_count(&err);
 	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
-	if (now >= 0 && now == start)
+	if (now >= 0 && now == start) {
+		atomic_store_explicit(&counted_at, t ? t : 1, memory_order_relaxed);
 		return 1;
+	}
 	/* Unread at start, none now: none then either (filters are never removed). */
 	if (now == 0 && start < 0) {
 		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);
@@ -331,11 +402,7 @@ static __attribute__((noinline, cold)) int filters_checked(void)
 	/* A moment without a free fd or memory: this use does without. */
 	if (now < 0 && transient(err))
 		return 0;
-	/* A filter it never read may forbid opening files after start-up
-	 * (pledge-like): the exit report then goes to stderr, as when one it
-	 * read does. */
-	ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
-	ef_pwait2_refused(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
+	unseen(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
 	return 0;
 }
 
@@ -348,7 +415,9 @@ EF_WAIT_PATH int ef_filters_seen(void)
 
 void ef_filters_after_fork(int before_child_code)
 {
-	if (atomic_load_explicit(&filters_watched, memory_order_relaxed))
+	/* PR_GET_SECCOMP asks the child's own thread: nothing to hand over. */
+	if (atomic_load_explicit(&filters_watched, memory_order_relaxed) ||
+	    atomic_load_explicit(&check_by, memory_order_relaxed) != BY_COUNT)
 		return;
 	int saved = errno;
 	int fd = atomic_exchange_explicit(&status_fd, -1, memory_order_acq_rel);

@@ -101,12 +101,13 @@ void ef_seccomp_go_filter(const char *marker);
  * that time. */
 void ef_filters_init(void);
 /* 1 when no filter is in force that the library has not read: always when
- * preloaded; loaded with dlopen, when the process's filter count is what it
- * was at start (read with pread from /proc/self/status, held open since the
- * constructor). 0 when the count could not be read for a moment (EMFILE
- * where the file had to be opened again): that use does without, and the
- * next checks again. Otherwise it denies the library's calls for good
- * (sandbox.h) and answers 0. */
+ * preloaded; loaded with dlopen, when prctl(PR_GET_SECCOMP) still answers 0
+ * (no filter at the dlopen), or when the process's filter count is what it
+ * was at start (a filter then: read with pread from /proc/self/status, held
+ * open since the constructor, at most once per 10 ms). 0 when the count
+ * could not be read for a moment (EMFILE where the file had to be opened
+ * again): that use does without, and the next checks again. Otherwise it
+ * denies the library's calls for good (sandbox.h) and answers 0. */
 int ef_filters_seen(void);
 /* In a child: loaded with dlopen, the held /proc/self/status is the parent's
  * file; it is closed, and opened anew when before_child_code (the atfork

@@ -1,9 +1,10 @@
 """epollfix.enable() (the library loaded with dlopen, not preloaded), asyncio
 sleeps, then a seccomp filter installed through libc's prctl with ctypes,
-which the loaded library cannot see, that kills the process on epoll_pwait2
-or on prctl; then more sleeps, and a socket that must be found readable.
+which the loaded library cannot see, that kills the process on epoll_pwait2,
+on prctl or on pread64; then more sleeps, and a socket that must be found
+readable.
 
-    python py_late_filter.py LIB pwait2|prctl
+    python py_late_filter.py LIB pwait2|prctl|pread
 
 Prints "active=.. woke=.."; a filter the library missed kills the process
 (SIGSYS) instead."""
@@ -15,7 +16,8 @@ import sys
 
 import epollfix
 
-ARCH = {"x86_64": (0xC000003E, 157), "aarch64": (0xC00000B7, 167)}
+# audit arch, prctl, pread64
+ARCH = {"x86_64": (0xC000003E, 157, 17), "aarch64": (0xC00000B7, 167, 67)}
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 
@@ -49,7 +51,7 @@ async def sleeps(n):
 
 async def main(what):
     await sleeps(100)
-    kill_filter(441 if what == "pwait2" else ARCH[platform.machine()][1])
+    kill_filter(441 if what == "pwait2" else ARCH[platform.machine()][1 if what == "prctl" else 2])
     await sleeps(100)
     a, b = socket.socketpair()
     a.setblocking(False)
