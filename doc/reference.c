@@ -28,7 +28,8 @@ static const struct prose {
 	{ "max-ms", "timeouts of 1..N ms count as rounded-up (1 to 1000); a T ms timeout then "
 		    "waits (T-1) ms + SUBMS" },
 	{ "slack", "timer slack (`PR_SET_TIMERSLACK`) in force during each upgraded wait, "
-		   "the thread's own back as soon as it returns (1ns to 1s); `keep` leaves it "
+		   "the thread's own back as soon as it returns (1ns to 1s); a thread whose own "
+		   "is that or finer keeps it, and waits with one system call; `keep` leaves it "
 		   "alone" },
 	{ "log", "`quiet`, `warn` or `debug` (one line on stderr per decision, for diagnosis "
 		 "only)" },

@@ -199,7 +199,8 @@ static void slack_restore(void)
 }
 
 /* Before an upgraded wait: the configured slack (none for `keep`, nor where
- * the thread's own is that already). A signal handler's wait under the
+ * the thread's own is that already, or finer: the wait then makes one system
+ * call, and there is nothing to put back). A signal handler's wait under the
  * interrupted one finds it set, and its restore puts the own back early. */
 static void slack_for_wait(const struct ef_config *c)
 {
@@ -211,7 +212,7 @@ static void slack_for_wait(const struct ef_config *c)
 		int own = real_slack(PR_GET_TIMERSLACK, 0);
 		tls.own_slack = own > 0 ? own : -1;
 	}
-	if (tls.own_slack < 0 || tls.own_slack == want)
+	if (tls.own_slack < 0 || tls.own_slack <= want)
 		return;
 	int saved = errno;
 	if (real_slack(PR_SET_TIMERSLACK, (unsigned long)want) == 0)

@@ -147,6 +147,30 @@ still_upgraded() {
 	(( waits + all <= 3 * waits + 1 )) || fail "$((waits + all)) system calls for $waits waits"
 }
 
+@test "strace: a thread whose own slack is already EPOLLFIX_SLACK or finer waits with one system call, nothing lowered or put back" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	command -v strace >/dev/null || skip "no strace"
+	out="$BATS_TEST_TMPDIR/strace"
+	local own waits sets
+	for own in 1000 500; do
+		# The program sets its own slack first (EPOLLFIX_SLACK is 1 us).
+		run strace -f -o "$out" -e trace=prctl,epoll_pwait2 \
+			-E LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$EPOLLFIX_LIB" \
+			"$py" -c 'import ctypes, runpy, sys
+ctypes.CDLL(None).prctl(29, int(sys.argv[1]), 0, 0, 0)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$own" "$PROGS_SRC/asyncio_sleep.py" 700e-6 200
+		assert_success
+		waits=$(grep -c 'epoll_pwait2([0-9]' "$out" || true)
+		sets=$(grep -c 'PR_SET_TIMERSLACK' "$out" || true)
+		[ "$waits" -ge 150 ] || fail "$own: only $waits upgraded waits"
+		# The program's own, and no other.
+		[ "$sets" = 1 ] || fail "$own: $sets PR_SET_TIMERSLACK for $waits waits"
+		grep -q "PR_SET_TIMERSLACK, $own)" "$out" || fail "$own: the program's own was not set"
+	done
+}
+
 @test "prctl and syscall: every other request passes through unchanged, errno included" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"
