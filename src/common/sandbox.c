@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sched.h>
@@ -20,6 +21,9 @@
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
 #endif
 #define KERNEL_SIGSET_BYTES (_NSIG / 8)
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000 /* Linux 5.2; polled to the child's exit from 5.3 */
+#endif
 
 /* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>
  * or <linux/audit.h>, and these values never change. */
@@ -292,17 +296,26 @@ static __attribute__((noreturn)) void probe_child(ef_syscall_fn sys, int64_t sla
 		sys(SYS_exit_group, code);
 }
 
-long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns)
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns, int *pidfd)
 {
+	*pidfd = -1;
 #if defined(__s390x__) || !defined(SYS_clone)
 	(void)sys;
 	(void)slack_ns;
 	return -ENOSYS; /* clone's arguments in another order, or no clone: no probe */
 #else
 	/* Exit signal 0: no SIGCHLD; CLONE_FILES: no second reference to any file.
-	 * With every other argument 0 the order of clone's arguments, which
-	 * differs between architectures, does not matter. */
-	long pid = sys(SYS_clone, (long)CLONE_FILES, 0L, 0L, 0L, 0L);
+	 * CLONE_PIDFD puts a pidfd of the child (close-on-exec) where the third
+	 * argument points, the parent_tid one on every architecture here; with
+	 * the others 0 the order of clone's arguments, which differs between
+	 * architectures, does not matter. A kernel before 5.2 refuses the flag
+	 * (EINVAL): the child is made without. */
+	int fd = -1;
+	long pid = sys(SYS_clone, (long)(CLONE_FILES | CLONE_PIDFD), 0L, &fd, 0L, 0L);
+	if (pid < 0)
+		pid = sys(SYS_clone, (long)CLONE_FILES, 0L, 0L, 0L, 0L);
+	else if (pid > 0)
+		*pidfd = fd;
 	if (pid == 0)
 		probe_child(sys, slack_ns);
 	return pid < 0 ? -errno : pid;
@@ -353,14 +366,27 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why)
+int ef_probe_wait(ef_syscall_fn sys, long pid, int pidfd, int64_t patience_ns, unsigned *denied,
+		  int *why)
 {
 	struct timespec tick = { 0, 20000 };
 	int64_t until = mono_ns() + patience_ns;
+	int blocking = pidfd >= 0;
 
 	while (ef_probe_collect(sys, pid, 0, denied, why)) {
-		if (mono_ns() >= until)
+		int64_t left = until - mono_ns();
+		if (left <= 0)
 			return 1;
+		if (blocking) {
+			/* Readable once the child has exited: woken then, not at a
+			 * tick, and no timer slack on that wake-up. */
+			struct pollfd p = { .fd = pidfd, .events = POLLIN };
+			struct timespec to = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+			long r = sys(SYS_ppoll, &p, 1L, &to, NULL, (long)KERNEL_SIGSET_BYTES);
+			if (r < 0 && errno != EINTR)
+				blocking = 0; /* refused (ENOSYS, EPERM): the polls below */
+			continue;
+		}
 		sys(SYS_nanosleep, &tick, NULL);
 		if (tick.tv_nsec < 2000000)
 			tick.tv_nsec *= 2;
@@ -370,17 +396,24 @@ int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *de
 
 int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied)
 {
-	long pid = ef_probe_start(sys, slack_ns);
-	int why;
+	int pidfd, why;
+	long pid = ef_probe_start(sys, slack_ns, &pidfd);
 
 	*denied = EF_DENY_CALLS;
 	if (pid < 0)
 		return EF_WHY_PROBE_NO_CHILD;
-	if (!ef_probe_wait(sys, pid, EF_PROBE_PATIENCE_NS, denied, &why))
-		return why;
-	ef_probe_abandon(sys, pid);
-	*denied = EF_DENY_CALLS;
-	return EF_WHY_PROBE_SILENT;
+	int late = ef_probe_wait(sys, pid, pidfd, EF_PROBE_PATIENCE_NS, denied, &why);
+	if (late) {
+		ef_probe_abandon(sys, pid);
+		*denied = EF_DENY_CALLS;
+		why = EF_WHY_PROBE_SILENT;
+	}
+	if (pidfd >= 0) {
+		int saved = errno;
+		sys(SYS_close, (long)pidfd);
+		errno = saved;
+	}
+	return why;
 }
 
 int ef_seccomp_plan(int mode, int inherited, ef_syscall_fn sys)

@@ -94,8 +94,9 @@ int ef_pwait2_probe_via(ef_syscall_fn sys);
  * also the most a program's start can be delayed by it. */
 #define EF_PROBE_PATIENCE_NS 200000000LL
 
-/* Starts the probe: its pid, or -errno when no child could be made. */
-long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns);
+/* Starts the probe: its pid, or -errno when no child could be made; *pidfd
+ * a pidfd of it (CLONE_PIDFD, Linux 5.2), or -1 where the kernel made none. */
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns, int *pidfd);
 
 /* The probe's answer, without waiting (wait: block until it ends, for the
  * command and after a SIGKILL): 1 while it runs; else 0, with *denied the
@@ -106,10 +107,13 @@ int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, in
 /* Ends a probe that did not answer in time: SIGKILL, reaped. */
 void ef_probe_abandon(ef_syscall_fn sys, long pid);
 
-/* Waits up to patience_ns for the probe's answer (ef_probe_collect's), polling
- * with sleeps that start at 20 us and double up to 2 ms: 0 answered, 1 still
- * running (then it is the caller's to abandon). */
-int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why);
+/* Waits up to patience_ns for the probe's answer (ef_probe_collect's): in
+ * ppoll on its pidfd, which is readable as soon as the child has exited, so
+ * the answer is seen when it exists; without a pidfd (pidfd -1), or where
+ * ppoll is refused, polling with sleeps that start at 20 us and double up to
+ * 2 ms. 0 answered, 1 still running (then it is the caller's to abandon). */
+int ef_probe_wait(ef_syscall_fn sys, long pid, int pidfd, int64_t patience_ns, unsigned *denied,
+		  int *why);
 
 /* The probe from start to answer, for the command (which is no host): the
  * why of ef_probe_collect, waiting at most EF_PROBE_PATIENCE_NS. */

@@ -64,7 +64,7 @@ report_says() {
 	run in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -e trace=clone,clone3 \
 		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-threads" 20
 	assert_success
-	[ "$(grep -c 'clone(child_stack=NULL, flags=CLONE_FILES)' <<<"$output")" = 1 ] ||
+	[ "$(grep -c 'clone(child_stack=NULL, flags=CLONE_FILES[|)]' <<<"$output")" = 1 ] ||
 		fail "not one probe child: $output"
 }
 
