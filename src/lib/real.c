@@ -472,12 +472,29 @@ static void pwait2_settle(int from, int why)
 
 /* The probe from start to answer, in the constructor: EF_PROBE_PATIENCE_NS at
  * most, then killed and reaped, silent counting as no. */
-static void probe_now(int64_t slack_ns)
+static void probe_now(int64_t slack_ns, unsigned *denied, int *why)
 {
+	*why = ef_probe_run(ef_real_syscall(), slack_ns, denied);
+	ef_sandbox_deny(*denied); /* the slack's verdict before any upgraded wait may use it */
+	pwait2_settle(EF_PW2_PROBING, *why);
+}
+
+/* The answer handed across exec (sandbox.h), or the probe; then the answer
+ * this process hands on in answer (empty: none). */
+static void answer_now(int64_t slack_ns, const char *handed, char *answer, size_t size)
+{
+	struct ef_probe_facts f;
 	unsigned denied;
-	int why = ef_probe_run(ef_real_syscall(), slack_ns, &denied);
-	ef_sandbox_deny(denied); /* the slack's verdict before any upgraded wait may use it */
-	pwait2_settle(EF_PW2_PROBING, why);
+	int why, known = ef_probe_facts_via(ef_real_syscall(), &f) == 0;
+
+	if (known && ef_probe_answer_take(handed, &f, slack_ns, &denied, &why)) {
+		ef_sandbox_deny(denied);
+		pwait2_settle(EF_PW2_PROBING, why);
+	} else {
+		probe_now(slack_ns, &denied, &why);
+	}
+	if (!known || ef_probe_answer_fmt(answer, size, &f, slack_ns, denied, why) != 0)
+		answer[0] = '\0';
 }
 
 static __attribute__((noinline, cold)) void pwait2_first_use(int mode)
@@ -497,23 +514,33 @@ static __attribute__((noinline, cold)) void pwait2_first_use(int mode)
 	errno = saved;
 }
 
-void ef_pwait2_early(int wanted, int mode, int64_t slack_ns)
+int ef_pwait2_early(int wanted, int mode, int64_t slack_ns, const char *handed, char *answer,
+		   size_t size)
 {
-	int saved = errno, expected = EF_PW2_UNKNOWN;
+	int saved = errno, expected = EF_PW2_UNKNOWN, asked = 0;
+	answer[0] = '\0';
 	if (wanted && ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall()) == EF_PLAN_PROBE) {
 		/* Loaded with dlopen, a filter in force now may be the program's
 		 * own, which may kill a clone: only an operator's
-		 * EPOLLFIX_SECCOMP=probe asks a child then. */
-		if (!atomic_load_explicit(&filters_watched, memory_order_acquire) &&
-		    mode != EF_SECCOMP_PROBE) {
-			if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
-				pwait2_settle(EF_PW2_PROBING, EF_WHY_DLOPEN_FILTER);
+		 * EPOLLFIX_SECCOMP=probe asks a child then (and hands nothing
+		 * on: the environment is no one's to change with threads about). */
+		if (!atomic_load_explicit(&filters_watched, memory_order_acquire)) {
+			if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING)) {
+				unsigned denied;
+				int why = EF_WHY_DLOPEN_FILTER;
+				if (mode == EF_SECCOMP_PROBE)
+					probe_now(slack_ns, &denied, &why);
+				else
+					pwait2_settle(EF_PW2_PROBING, why);
+			}
 		} else if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING)) {
-			probe_now(slack_ns);
+			answer_now(slack_ns, handed, answer, size);
+			asked = 1;
 		}
 	}
 	atomic_store_explicit(&probe_time_over, 1, memory_order_release);
 	errno = saved;
+	return asked;
 }
 
 EF_WAIT_PATH int ef_pwait2_usable(int mode)

@@ -88,8 +88,14 @@ int ef_pwait2_usable(int mode);
 /* In the constructor, and nowhere else: when wanted (the library is on) and
  * the plan calls for it, the probe (which also tries slack_ns) is made now,
  * while the program's own code has not run, and is reaped before this
- * returns: answered, or killed after EF_PROBE_PATIENCE_NS. */
-void ef_pwait2_early(int wanted, int mode, int64_t slack_ns);
+ * returns: answered, or killed after EF_PROBE_PATIENCE_NS. Preloaded, an
+ * answer handed across exec (handed: EF_PROBED_ENV's value, or NULL) that
+ * this process may take (sandbox.h) is taken instead, and the answer this
+ * process hands on is put in answer (size bytes; empty: none). Returns 1
+ * when the plan was a probe here (answered either way), so that the
+ * environment is this process's to say. */
+int ef_pwait2_early(int wanted, int mode, int64_t slack_ns, const char *handed, char *answer,
+		    size_t size);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);

@@ -68,6 +68,47 @@ report_says() {
 		fail "not one probe child: $output"
 }
 
+# probes FILE: the probe children in an strace log of clone calls.
+probes() {
+	grep -c 'clone(child_stack=NULL, flags=CLONE_FILES' "$1" || true
+}
+
+@test "sandbox: in a container, the programs a shell runs take its answer instead of probing; a filter added since, or an answer from elsewhere, is probed again" {
+	command -v strace >/dev/null || skip_missing "no strace"
+	local t=$BATS_TEST_TMPDIR
+	# A shell and the six programs it runs: one probe, the shell's.
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/loop" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" -E EPOLLFIX_STATS=1 \
+		/bin/sh -c 'for i in 1 2 3 4 5; do /bin/true; done; "$1" --count 40' sh "$EPOLLFIX_PROGS/ef-sleep"
+	assert_success
+	assert_upgraded
+	[ "$(probes "$t/loop")" = 1 ] || fail "not one probe: $(cat "$t/loop")"
+	grep -q 'epoll_pwait2: available' <<<"$stderr" || fail "$stderr"
+	# The answer it was handed, as the last program saw it.
+	local answer
+	answer=$(in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec env LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c 'env' | sed -n 's/^EPOLLFIX_PROBED=//p')
+	[[ $answer == 1:* ]] || fail "no answer handed on: '$answer'"
+	# A program that adds a filter and execs: what it runs probes again.
+	in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/added" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c '"$1" allow exec /bin/true' sh "$EPOLLFIX_PROGS/ef-sandbox"
+	[ "$(probes "$t/added")" = 2 ] || fail "not a probe after the filter added: $(cat "$t/added")"
+	# An answer from another container (another namespace, another process
+	# of that pid) is no answer.
+	in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/copied" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c 'EPOLLFIX_PROBED=$1 /bin/true' sh "$answer"
+	[ "$(probes "$t/copied")" = 2 ] || fail "an answer from elsewhere was taken: $(cat "$t/copied")"
+	# Under a launcher's filter that kills epoll_pwait2, the shell's probe is
+	# killed, and what it runs takes that no: nothing upgraded, nothing killed.
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" kill-pwait2 exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 /bin/sh -c '"$1" --count 300' sh "$EPOLLFIX_PROGS/ef-sleep"
+	assert_success
+	assert_rounded
+	grep -q 'epoll_pwait2: unavailable (a probe was killed by signal 31 (SIGSYS' <<<"$stderr" || fail "$stderr"
+}
+
 @test "sandbox: in a container, a filter that kills, traps, refuses or never answers epoll_pwait2 or prctl: the program runs as without, the report says why" {
 	local rules why
 	for rules in kill-pwait2 trap-pwait2 kill-prctl enosys-pwait2 einval-pwait2 eperm-fork notify-pwait2; do
