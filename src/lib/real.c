@@ -168,10 +168,11 @@ int ef_seccomp_inherited(void)
  *    ever come, and there is nothing to check.
  *  - a filter already (PR_GET_SECCOMP says 2 for the first as for a second):
  *    the process's filter count (Seccomp_filters: in /proc/self/status, Linux
- *    5.9, before epoll_pwait2's 5.11), at most once per RECOUNT_NS; any change
- *    from the count at start means a filter it never read. A filter installed
- *    less than RECOUNT_NS after the last reading meets the waits of that
- *    interval (doc/limits.md).
+ *    5.9, before epoll_pwait2's 5.11), at each check; any change from the
+ *    count at start means a filter it never read. (Read at most once per
+ *    10 ms, a filter that killed epoll_pwait2 or prctl, installed through
+ *    libc between two readings, killed the process in 10 runs of 10 under a
+ *    loop of 50 us waits: every check reads it.)
  * The status file is opened once, in the constructor, and read with pread: a
  * filter installed later that forbids opening files (pledge-like) leaves the
  * check what it needs, and a read costs no open and close. The fd sits at 256
@@ -191,9 +192,6 @@ static _Atomic long filters_at_start = -1;
 /* How the checks are made, loaded with dlopen. */
 enum { BY_COUNT, BY_PRCTL, NOTHING_TO_CHECK };
 static _Atomic int check_by = BY_COUNT;
-/* The count is read again at most once in this time (filters at start). */
-#define RECOUNT_NS 10000000LL
-static _Atomic int64_t counted_at; /* CLOCK_MONOTONIC of the last reading that matched; 0: none */
 
 #define STATUS_FD_FLOOR 256
 static _Atomic int status_fd = -1; /* /proc/self/status, held */
@@ -324,13 +322,6 @@ static long seccomp_mode_now(void)
 	return r;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void ef_filters_init(void)
 {
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
@@ -383,17 +374,11 @@ static __attribute__((noinline, cold)) int filters_checked(void)
 		unseen(EF_WHY_FILTER_UNSEEN);
 		return 0;
 	}
-	/* Recounted at most once per RECOUNT_NS (a clock that went back counts). */
-	int64_t t = mono_ns(), last = atomic_load_explicit(&counted_at, memory_order_relaxed);
-	if (last && t >= last && t - last < RECOUNT_NS)
-		return 1;
 	int err;
 	long now = filter_count(&err);
 	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
-	if (now >= 0 && now == start) {
-		atomic_store_explicit(&counted_at, t ? t : 1, memory_order_relaxed);
+	if (now >= 0 && now == start)
 		return 1;
-	}
 	/* Unread at start, none now: none then either (filters are never removed). */
 	if (now == 0 && start < 0) {
 		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);

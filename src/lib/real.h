@@ -110,7 +110,7 @@ void ef_filters_init(void);
  * preloaded; loaded with dlopen, when prctl(PR_GET_SECCOMP) still answers 0
  * (no filter at the dlopen), or when the process's filter count is what it
  * was at start (a filter then: read with pread from /proc/self/status, held
- * open since the constructor, at most once per 10 ms). 0 when the count
+ * open since the constructor). 0 when the count
  * could not be read for a moment (EMFILE where the file had to be opened
  * again): that use does without, and the next checks again. Otherwise it
  * denies the library's calls for good (sandbox.h) and answers 0. */
