@@ -155,24 +155,19 @@ int ef_seccomp_inherited(void)
  * (ef_seccomp_set). Loaded with dlopen (Python's epollfix.enable()) it comes
  * after libc in symbol lookup, and a filter installed through libc (libseccomp's
  * seccomp_load, the program's own prctl) passes it by. Then, before each use of
- * epoll_pwait2 or of its own slack, the library checks that no filter came
- * since; one that did makes it stop making either call for good. How it
- * checks depends on what was in force at the dlopen:
- *  - no filter (most programs): prctl(PR_GET_SECCOMP), one system call of
- *    about 0.1 us, answers 0 while the calling thread, the one about to make
- *    the library's calls, is under none. Any other answer, an error included,
- *    is a filter. A filter that kills that prctl kills the process at its
- *    next check: the trade for not reading a /proc file (about 5 us) twice a
- *    wait, whose pread64 a filter could kill as well (doc/limits.md).
- *    A kernel without seccomp answers EINVAL at the dlopen: no filter can
- *    ever come, and there is nothing to check.
- *  - a filter already (PR_GET_SECCOMP says 2 for the first as for a second):
- *    the process's filter count (Seccomp_filters: in /proc/self/status, Linux
- *    5.9, before epoll_pwait2's 5.11), at each check; any change from the
- *    count at start means a filter it never read. (Read at most once per
- *    10 ms, a filter that killed epoll_pwait2 or prctl, installed through
- *    libc between two readings, killed the process in 10 runs of 10 under a
- *    loop of 50 us waits: every check reads it.)
+ * epoll_pwait2 or of its own slack, the library reads the process's filter
+ * count (Seccomp_filters: in /proc/self/status, Linux 5.9, before
+ * epoll_pwait2's 5.11); any change from the count at start means a filter it
+ * never read: it stops making either call for good. prctl(PR_GET_SECCOMP),
+ * which needs no fd, is no check: the filter it would look for may kill
+ * prctl, and the program alone would have gone on.
+ * The read before a wait also gives the process's thread count (Threads:).
+ * Where it was 1, and the wait did not end in EINTR, the slack is put back
+ * after the wait with no second read: while the one thread was blocked in
+ * the wait, only a signal handler on it could install a filter or start a
+ * thread, and an epoll wait a handler interrupted always fails with EINTR
+ * (never restarted, whatever SA_RESTART says). In every other case (more
+ * threads, EINTR) the count is read again before the slack's prctl.
  * The status file is opened once, in the constructor, and read with pread: a
  * filter installed later that forbids opening files (pledge-like) leaves the
  * check what it needs, and a read costs no open and close. The fd sits at 256
@@ -189,9 +184,6 @@ int ef_seccomp_inherited(void)
 static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed */
 /* The count at start; -1: unread then (EMFILE at the dlopen, say). */
 static _Atomic long filters_at_start = -1;
-/* How the checks are made, loaded with dlopen. */
-enum { BY_COUNT, BY_PRCTL, NOTHING_TO_CHECK };
-static _Atomic int check_by = BY_COUNT;
 
 #define STATUS_FD_FLOOR 256
 static _Atomic int status_fd = -1; /* /proc/self/status, held */
@@ -251,27 +243,34 @@ static int status_held(int *err)
 }
 
 /* The count read from fd, or -1 with *err the errno that kept it from being
- * read (0: the file holds no count). errno is kept. */
-static long count_in(int fd, int *err)
+ * read (0: the file holds no count); *threads the process's thread count
+ * read with it (-1: not read). errno is kept. */
+static long count_in(int fd, int *err, long *threads)
 {
-	struct ef_proc_field f[2];
-	char mode[8], count[24];
+	struct ef_proc_field f[3];
+	char mode[8], count[24], nthreads[24];
 	ef_proc_field_init(&f[0], "Seccomp", mode, sizeof(mode));
 	ef_proc_field_init(&f[1], "Seccomp_filters", count, sizeof(count));
-	*err = ef_proc_fields_fd(ef_real_syscall(), fd, f, 2);
+	ef_proc_field_init(&f[2], "Threads", nthreads, sizeof(nthreads));
+	*threads = -1;
+	*err = ef_proc_fields_fd(ef_real_syscall(), fd, f, 3);
 	if (*err)
 		return -1;
+	/* A count of digits, as the filters' is. */
+	*threads = ef_seccomp_filters_of(&f[2]);
 	/* Before the count was shown (Linux 5.9): the mode alone. A kernel
 	 * without seccomp has no such line: 0. */
 	return ef_proc_field_found(&f[1]) ? ef_seccomp_filters_of(&f[1]) : ef_seccomp_mode_of(&f[0], 1);
 }
 
-/* The process's filter count, or -1 with *err why not. errno is kept. */
-static long filter_count(int *err)
+/* The process's filter count, or -1 with *err why not; *threads as count_in.
+ * errno is kept. */
+static long filter_count(int *err, long *threads)
 {
 	int saved = errno;
 	int fd = status_held(err);
-	long n = fd >= 0 ? count_in(fd, err) : -1;
+	*threads = -1;
+	long n = fd >= 0 ? count_in(fd, err, threads) : -1;
 	errno = saved;
 	return n;
 }
@@ -310,37 +309,16 @@ static int ahead_of(const void *next)
 	return o.found == 1;
 }
 
-/* The thread's seccomp mode (0: no filter), as prctl(PR_GET_SECCOMP) tells
- * it: -errno when it fails (EINVAL: a kernel without seccomp). errno is kept. */
-static long seccomp_mode_now(void)
-{
-	int saved = errno;
-	long r = ef_real_prctl()(PR_GET_SECCOMP, 0UL, 0UL, 0UL, 0UL);
-	if (r < 0)
-		r = -errno;
-	errno = saved;
-	return r;
-}
-
 void ef_filters_init(void)
 {
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
 	if (!watched) {
 		int err, fd = status_open();
+		long threads;
 		if (fd >= 0)
 			atomic_store_explicit(&status_fd, fd, memory_order_release);
-		long n = fd >= 0 ? count_in(fd, &err) : -1;
-		atomic_store_explicit(&filters_at_start, n, memory_order_relaxed);
-		/* No filter: prctl cannot be refused yet, and the file is not
-		 * needed (but where this thread has one of its own that the main
-		 * thread's count does not show). */
-		long mode = n == 0 ? seccomp_mode_now() : 1;
-		if (mode == 0 || mode == -EINVAL) {
-			atomic_store_explicit(&check_by, mode == 0 ? BY_PRCTL : NOTHING_TO_CHECK,
-					      memory_order_relaxed);
-			atomic_store_explicit(&status_fd, -1, memory_order_release);
-			ef_real_syscall()(SYS_close, (long)fd);
-		}
+		atomic_store_explicit(&filters_at_start, fd >= 0 ? count_in(fd, &err, &threads) : -1,
+				      memory_order_relaxed);
 	}
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
 }
@@ -361,27 +339,22 @@ static void unseen(int why)
 	ef_pwait2_refused(why);
 }
 
-static __attribute__((noinline, cold)) int filters_checked(void)
+static __attribute__((noinline, cold)) int filters_checked(int *alone)
 {
 	if ((ef_sandbox_denied() & EF_DENY_CALLS) == EF_DENY_CALLS)
 		return 0;
-	int by = atomic_load_explicit(&check_by, memory_order_relaxed);
-	if (by == NOTHING_TO_CHECK)
-		return 1;
-	if (by == BY_PRCTL) {
-		if (seccomp_mode_now() == 0)
-			return 1;
-		unseen(EF_WHY_FILTER_UNSEEN);
-		return 0;
-	}
 	int err;
-	long now = filter_count(&err);
+	long threads;
+	long now = filter_count(&err, &threads);
 	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
-	if (now >= 0 && now == start)
+	if (now >= 0 && now == start) {
+		*alone = threads == 1;
 		return 1;
+	}
 	/* Unread at start, none now: none then either (filters are never removed). */
 	if (now == 0 && start < 0) {
 		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);
+		*alone = threads == 1;
 		return 1;
 	}
 	/* A moment without a free fd or memory: this use does without. */
@@ -391,25 +364,31 @@ static __attribute__((noinline, cold)) int filters_checked(void)
 	return 0;
 }
 
-EF_WAIT_PATH int ef_filters_seen(void)
+EF_WAIT_PATH int ef_filters_seen_alone(int *alone)
 {
+	*alone = 0;
 	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
 		return 1;
-	return filters_checked();
+	return filters_checked(alone);
+}
+
+EF_WAIT_PATH int ef_filters_seen(void)
+{
+	int alone;
+	return ef_filters_seen_alone(&alone);
 }
 
 void ef_filters_after_fork(int before_child_code)
 {
-	/* PR_GET_SECCOMP asks the child's own thread: nothing to hand over. */
-	if (atomic_load_explicit(&filters_watched, memory_order_relaxed) ||
-	    atomic_load_explicit(&check_by, memory_order_relaxed) != BY_COUNT)
+	if (atomic_load_explicit(&filters_watched, memory_order_relaxed))
 		return;
 	int saved = errno;
 	int fd = atomic_exchange_explicit(&status_fd, -1, memory_order_acq_rel);
 	if (status_is_ours(fd)) {
 		/* The parent's file: a filter it holds unread is this one's too. */
 		int err;
-		long parent = count_in(fd, &err);
+		long threads;
+		long parent = count_in(fd, &err, &threads);
 		long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
 		ef_real_syscall()(SYS_close, (long)fd);
 		if (parent >= 0 && start >= 0 && parent != start) {
@@ -528,11 +507,12 @@ int ef_pwait2_early(int wanted, int mode, int64_t slack_ns, const char *handed, 
 	return asked;
 }
 
-EF_WAIT_PATH int ef_pwait2_usable(int mode)
+EF_WAIT_PATH int ef_pwait2_usable(int mode, int *alone)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
+	*alone = 0;
 	if (s == EF_PW2_OK)
-		return ef_filters_seen();
+		return ef_filters_seen_alone(alone);
 	if (s == EF_PW2_UNKNOWN) {
 		if (!ef_filters_seen()) /* no call a filter unread could kill */
 			return 0;
@@ -540,7 +520,8 @@ EF_WAIT_PATH int ef_pwait2_usable(int mode)
 		if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
 			pwait2_first_use(mode);
 	}
-	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK && ef_filters_seen();
+	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK &&
+	       ef_filters_seen_alone(alone);
 }
 
 void ef_pwait2_after_fork(void)

@@ -83,8 +83,9 @@ EF_REAL_FUNCS(EF_REAL_READY)
 /* 1 when epoll_pwait2 may be used. Decided once, at the first call that needs
  * it: by the kernel, or under a filter that was in force at start (its content
  * unknown) as mode (EPOLLFIX_SECCOMP) says, by the constructor's child probe
- * (sandbox.h). Until then it answers 0: that call passes through. */
-int ef_pwait2_usable(int mode);
+ * (sandbox.h). Until then it answers 0: that call passes through. *alone
+ * as ef_filters_seen_alone says, for the wait this answer is for. */
+int ef_pwait2_usable(int mode, int *alone);
 /* In the constructor, and nowhere else: when wanted (the library is on) and
  * the plan calls for it, the probe (which also tries slack_ns) is made now,
  * while the program's own code has not run, and is reaped before this
@@ -107,14 +108,18 @@ void ef_seccomp_go_filter(const char *marker);
  * that time. */
 void ef_filters_init(void);
 /* 1 when no filter is in force that the library has not read: always when
- * preloaded; loaded with dlopen, when prctl(PR_GET_SECCOMP) still answers 0
- * (no filter at the dlopen), or when the process's filter count is what it
- * was at start (a filter then: read with pread from /proc/self/status, held
- * open since the constructor). 0 when the count
- * could not be read for a moment (EMFILE where the file had to be opened
- * again): that use does without, and the next checks again. Otherwise it
- * denies the library's calls for good (sandbox.h) and answers 0. */
+ * preloaded; loaded with dlopen, when the process's filter count is what it
+ * was at start (read with pread from /proc/self/status, held open since the
+ * constructor). 0 when the count could not be read for a moment (EMFILE
+ * where the file had to be opened again): that use does without, and the
+ * next checks again. Otherwise it denies the library's calls for good
+ * (sandbox.h) and answers 0. */
 int ef_filters_seen(void);
+/* The same; *alone is 1 when the count was read (loaded with dlopen) along
+ * with a thread count of 1, else 0. A wait made right after, by the one
+ * thread, that does not fail with EINTR, ran with no filter installed
+ * meanwhile (real.c): the slack is put back without a second read. */
+int ef_filters_seen_alone(int *alone);
 /* In a child: loaded with dlopen, the held /proc/self/status is the parent's
  * file; it is closed, and opened anew when before_child_code (the atfork
  * handler), else at the next check (a raw clone, noticed later). */

@@ -388,7 +388,7 @@ faketime_lib() {
 	assert_output "opened=12 emfile=0"
 }
 
-@test "dlopen: waits made while no fd is free are exact (the filter check opens nothing), and so are the next ones; the thread's own slack comes back; the report names no seccomp filter" {
+@test "dlopen: waits made while no fd is free are exact (the filter check reads a file held open since the dlopen), and so are the next ones; the thread's own slack comes back; the report names no seccomp filter" {
 	need_glibc
 	run --separate-stderr env EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$H/ef-dl-fds" "$EPOLLFIX_LIB" emfile
 	assert_success

@@ -2,13 +2,12 @@
  * does), its API used, then a seccomp filter the library cannot see being
  * installed, then the API used again:
  *
- *   ef-dl-filter LIB pwait2|prctl|openat|pread libseccomp|prctl|syscall [N]
+ *   ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall [N]
  *
  * N waits of 50 us through epollfix_epoll_wait_ns on an idle fd (default 20),
  * a zero-timeout poll after every fifth,
- * then a filter that kills the process on epoll_pwait2, on prctl, on openat
- * (a program that opens nothing once it runs, pledge-like), or on pread64
- * (one that never reads at an offset), installed
+ * then a filter that kills the process on epoll_pwait2, on prctl, or on openat
+ * (a program that opens nothing once it runs, pledge-like), installed
  * through libseccomp's seccomp_load or the program's own prctl or syscall
  * (libc's: the dlopen'ed library is after libc in symbol lookup), then N more,
  * then one that must find the byte written to the fd. Prints
@@ -93,9 +92,8 @@ int main(int argc, char **argv)
 	int fds[2];
 
 	if (argc < 4 || argc > 5 ||
-	    (strcmp(argv[2], "pwait2") && strcmp(argv[2], "prctl") && strcmp(argv[2], "openat") &&
-	     strcmp(argv[2], "pread"))) {
-		fprintf(stderr, "usage: ef-dl-filter LIB pwait2|prctl|openat|pread libseccomp|prctl|syscall [N]\n");
+	    (strcmp(argv[2], "pwait2") && strcmp(argv[2], "prctl") && strcmp(argv[2], "openat"))) {
+		fprintf(stderr, "usage: ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall [N]\n");
 		return 2;
 	}
 	int n = argc == 5 ? atoi(argv[4]) : 20;
@@ -114,10 +112,7 @@ int main(int argc, char **argv)
 	}
 	waits(ep, n);
 	uint64_t before = exact();
-	long nr = !strcmp(argv[2], "pwait2") ? EF_NR_EPOLL_PWAIT2
-		  : !strcmp(argv[2], "prctl") ? SYS_prctl
-		  : !strcmp(argv[2], "pread") ? SYS_pread64
-					      : SYS_openat;
+	long nr = !strcmp(argv[2], "pwait2") ? EF_NR_EPOLL_PWAIT2 : !strcmp(argv[2], "prctl") ? SYS_prctl : SYS_openat;
 	if (install(argv[3], nr))
 		return 1;
 	fprintf(stderr, "ef-dl-filter: the filter is in force\n");

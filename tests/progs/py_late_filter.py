@@ -1,10 +1,9 @@
 """epollfix.enable() (the library loaded with dlopen, not preloaded), asyncio
 sleeps, then a seccomp filter installed through libc's prctl with ctypes,
-which the loaded library cannot see, that kills the process on epoll_pwait2,
-on prctl or on pread64; then more sleeps, and a socket that must be found
-readable.
+which the loaded library cannot see, that kills the process on epoll_pwait2
+or on prctl; then more sleeps, and a socket that must be found readable.
 
-    python py_late_filter.py LIB pwait2|prctl|pread
+    python py_late_filter.py LIB pwait2|prctl
 
 Prints "active=.. woke=.."; a filter the library missed kills the process
 (SIGSYS) instead."""
@@ -16,8 +15,7 @@ import sys
 
 import epollfix
 
-# audit arch, prctl, pread64
-ARCH = {"x86_64": (0xC000003E, 157, 17), "aarch64": (0xC00000B7, 167, 67)}
+ARCH = {"x86_64": (0xC000003E, 157), "aarch64": (0xC00000B7, 167)}
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 
@@ -51,7 +49,7 @@ async def sleeps(n):
 
 async def main(what):
     await sleeps(100)
-    kill_filter(441 if what == "pwait2" else ARCH[platform.machine()][1 if what == "prctl" else 2])
+    kill_filter(441 if what == "pwait2" else ARCH[platform.machine()][1])
     await sleeps(100)
     a, b = socket.socketpair()
     a.setblocking(False)
