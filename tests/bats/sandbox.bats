@@ -355,10 +355,14 @@ PY
 	done
 }
 
-@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2, prctl or openat" {
+@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2, prctl or openat, also by a signal handler during an upgraded wait" {
 	# musl's dlopen refuses a library with initial-exec TLS, as this one's is.
 	need_glibc
-	local vias=(prctl syscall)
+	# handler: one thread, the filter installed by a SIGALRM handler during
+	# a 5 s upgraded wait, which ends in EINTR: the count is read again
+	# before the slack's prctl (a single thread's wait that ends otherwise
+	# is not read after).
+	local vias=(prctl syscall handler)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
 	# Also with an interposer of prctl preloaded (the ASan runtime): it
 	# forwards to libc's, which comes before the dlopen'ed library.
