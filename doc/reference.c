@@ -28,7 +28,8 @@ static const struct prose {
 	{ "max-ms", "timeouts of 1..N ms count as rounded-up (1 to 1000); a T ms timeout then "
 		    "waits (T-1) ms + SUBMS" },
 	{ "slack", "timer slack (`PR_SET_TIMERSLACK`) in force during each upgraded wait, "
-		   "the thread's own back as soon as it returns (1ns to 1s); `keep` leaves it "
+		   "the thread's own back as soon as it returns (1ns to 1s); a thread whose own "
+		   "is that or finer keeps it, and waits with one system call; `keep` leaves it "
 		   "alone" },
 	{ "log", "`quiet`, `warn` or `debug` (one line on stderr per decision, for diagnosis "
 		 "only)" },
@@ -64,7 +65,9 @@ static const struct prose {
 	  "constructor, before the program's own code runs, a child under the same filter tries "
 	  "`epoll_pwait2` and the slack `prctl` (0.2-0.3 ms here; killed if silent for 200 ms, "
 	  "the most it delays a start; reaped before the program runs; once per process, a fork "
-	  "child keeps its parent's answer; every wait passes through if it was killed, refused "
+	  "child keeps its parent's answer, and a program that it or its children exec under "
+	  "the same filters takes it (handed in the environment); every wait "
+	  "passes through if it was killed, refused "
 	  "or silent); loaded with dlopen under a filter, which may be the program's own, `auto` "
 	  "makes no child; "
 	  "`safe`: never call either, no child: every wait passes through; `trust`: the filter "

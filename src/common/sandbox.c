@@ -3,9 +3,11 @@
 #include "sandbox.h"
 
 #include "config.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sched.h>
@@ -20,6 +22,9 @@
 #define SYS_epoll_pwait2 441 /* the same number on every architecture */
 #endif
 #define KERNEL_SIGSET_BYTES (_NSIG / 8)
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000 /* Linux 5.2; polled to the child's exit from 5.3 */
+#endif
 
 /* The seccomp ABI, spelled out: musl's headers bring no <linux/seccomp.h>
  * or <linux/audit.h>, and these values never change. */
@@ -292,17 +297,26 @@ static __attribute__((noreturn)) void probe_child(ef_syscall_fn sys, int64_t sla
 		sys(SYS_exit_group, code);
 }
 
-long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns)
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns, int *pidfd)
 {
+	*pidfd = -1;
 #if defined(__s390x__) || !defined(SYS_clone)
 	(void)sys;
 	(void)slack_ns;
 	return -ENOSYS; /* clone's arguments in another order, or no clone: no probe */
 #else
 	/* Exit signal 0: no SIGCHLD; CLONE_FILES: no second reference to any file.
-	 * With every other argument 0 the order of clone's arguments, which
-	 * differs between architectures, does not matter. */
-	long pid = sys(SYS_clone, (long)CLONE_FILES, 0L, 0L, 0L, 0L);
+	 * CLONE_PIDFD puts a pidfd of the child (close-on-exec) where the third
+	 * argument points, the parent_tid one on every architecture here; with
+	 * the others 0 the order of clone's arguments, which differs between
+	 * architectures, does not matter. A kernel before 5.2 refuses the flag
+	 * (EINVAL): the child is made without. */
+	int fd = -1;
+	long pid = sys(SYS_clone, (long)(CLONE_FILES | CLONE_PIDFD), 0L, &fd, 0L, 0L);
+	if (pid < 0)
+		pid = sys(SYS_clone, (long)CLONE_FILES, 0L, 0L, 0L, 0L);
+	else if (pid > 0)
+		*pidfd = fd;
 	if (pid == 0)
 		probe_child(sys, slack_ns);
 	return pid < 0 ? -errno : pid;
@@ -353,14 +367,27 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why)
+int ef_probe_wait(ef_syscall_fn sys, long pid, int pidfd, int64_t patience_ns, unsigned *denied,
+		  int *why)
 {
 	struct timespec tick = { 0, 20000 };
 	int64_t until = mono_ns() + patience_ns;
+	int blocking = pidfd >= 0;
 
 	while (ef_probe_collect(sys, pid, 0, denied, why)) {
-		if (mono_ns() >= until)
+		int64_t left = until - mono_ns();
+		if (left <= 0)
 			return 1;
+		if (blocking) {
+			/* Readable once the child has exited: woken then, not at a
+			 * tick, and no timer slack on that wake-up. */
+			struct pollfd p = { .fd = pidfd, .events = POLLIN };
+			struct timespec to = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+			long r = sys(SYS_ppoll, &p, 1L, &to, NULL, (long)KERNEL_SIGSET_BYTES);
+			if (r < 0 && errno != EINTR)
+				blocking = 0; /* refused (ENOSYS, EPERM): the polls below */
+			continue;
+		}
 		sys(SYS_nanosleep, &tick, NULL);
 		if (tick.tv_nsec < 2000000)
 			tick.tv_nsec *= 2;
@@ -370,17 +397,153 @@ int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *de
 
 int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied)
 {
-	long pid = ef_probe_start(sys, slack_ns);
-	int why;
+	int pidfd, why;
+	long pid = ef_probe_start(sys, slack_ns, &pidfd);
 
 	*denied = EF_DENY_CALLS;
 	if (pid < 0)
 		return EF_WHY_PROBE_NO_CHILD;
-	if (!ef_probe_wait(sys, pid, EF_PROBE_PATIENCE_NS, denied, &why))
-		return why;
-	ef_probe_abandon(sys, pid);
-	*denied = EF_DENY_CALLS;
-	return EF_WHY_PROBE_SILENT;
+	int late = ef_probe_wait(sys, pid, pidfd, EF_PROBE_PATIENCE_NS, denied, &why);
+	if (late) {
+		ef_probe_abandon(sys, pid);
+		*denied = EF_DENY_CALLS;
+		why = EF_WHY_PROBE_SILENT;
+	}
+	if (pidfd >= 0) {
+		int saved = errno;
+		sys(SYS_close, (long)pidfd);
+		errno = saved;
+	}
+	return why;
+}
+
+/* ---- The probe's answer, handed across exec -------------------------------- */
+
+/* /proc/PID/stat (pid 0: self): the start time, field 22, counted from the
+ * last ')' (the name may hold any). 0 when it cannot be read. */
+static unsigned long long start_time_via(ef_syscall_fn sys, long pid)
+{
+	char path[40], buf[1024];
+	struct ef_buf p = EF_BUF(path);
+	int saved = errno;
+
+	if (pid)
+		ef_fmt(&p, "/proc/%ld/stat", pid);
+	else
+		ef_fmt(&p, "/proc/self/stat");
+	long fd = sys(SYS_openat, (long)AT_FDCWD, path, (long)(O_RDONLY | O_CLOEXEC));
+	long n = fd >= 0 ? sys(SYS_read, fd, buf, (long)sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		sys(SYS_close, fd);
+	errno = saved;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *c = strrchr(buf, ')');
+	if (!c)
+		return 0;
+	/* ") S ppid ..." : after the ')', field 3 is the first; 22 the 20th. */
+	for (int field = 2; field < 22 && *c; c++)
+		if (*c == ' ')
+			field++;
+	unsigned long long v = 0;
+	for (; *c >= '0' && *c <= '9'; c++)
+		v = v * 10 + (unsigned)(*c - '0');
+	return *c == ' ' || *c == '\0' || *c == '\n' ? v : 0;
+}
+
+static long digits_of(const struct ef_proc_field *f)
+{
+	return ef_seccomp_filters_of(f); /* the same reading: digits, bounded */
+}
+
+int ef_probe_facts_via(ef_syscall_fn sys, struct ef_probe_facts *f)
+{
+	struct ef_proc_field fl[3];
+	char pid[24], ppid[24], count[24], link[64];
+	int saved = errno;
+
+	memset(f, 0, sizeof(*f));
+	ef_proc_field_init(&fl[0], "Pid", pid, sizeof(pid));
+	ef_proc_field_init(&fl[1], "PPid", ppid, sizeof(ppid));
+	ef_proc_field_init(&fl[2], "Seccomp_filters", count, sizeof(count));
+	if (ef_proc_fields_via(sys, 0, "status", fl, 3) != 0)
+		return -1;
+	f->pid = digits_of(&fl[0]);
+	f->ppid = digits_of(&fl[1]);
+	f->filters = digits_of(&fl[2]);
+	long n = sys(SYS_readlinkat, (long)AT_FDCWD, "/proc/self/ns/pid", link, (long)sizeof(link) - 1);
+	errno = saved;
+	if (f->pid <= 0 || f->ppid < 0 || f->filters < 0 || n <= 0)
+		return -1;
+	link[n] = '\0';
+	const char *c = strchr(link, '[');
+	for (c = c ? c + 1 : link + n; *c >= '0' && *c <= '9'; c++)
+		f->pidns = f->pidns * 10 + (unsigned)(*c - '0');
+	f->start = start_time_via(sys, 0);
+	f->parent_start = f->ppid > 0 ? start_time_via(sys, f->ppid) : 0;
+	return f->pidns && *c == ']' && f->start ? 0 : -1;
+}
+
+int ef_probe_answer_fmt(char *buf, size_t size, const struct ef_probe_facts *f, int64_t slack_ns,
+			unsigned denied, int why)
+{
+	struct ef_buf b = { .p = buf, .len = 0, .cap = size };
+
+	if (size)
+		buf[0] = '\0';
+	/* Said: it works, an errno, or killed by a signal. */
+	if (denied > EF_DENY_CALLS || why > 0x7f || why < -64 || f->filters <= 0)
+		return -1;
+	ef_fmt(&b, "1:%ld:%llu:%llu:%ld:%lld:%u:%d", f->pid, f->start, f->pidns, f->filters,
+	       (long long)slack_ns, denied, why);
+	return b.len + 1 < size ? 0 : (buf[0] = '\0', -1); /* a full buffer may be cut */
+}
+
+/* The next field of text, digits with a '-' first where sign, ended by end
+ * (':' or '\0'): its value in *v, text past it and its end. NULL when it is
+ * none. */
+static const char *field_of(const char *text, int sign, char end, long long *v)
+{
+	int neg = sign && *text == '-';
+	const char *c = text + neg;
+	long long n = 0;
+	if (*c < '0' || *c > '9')
+		return NULL;
+	for (; *c >= '0' && *c <= '9'; c++) {
+		if (n > 100000000000000000LL)
+			return NULL;
+		n = n * 10 + (*c - '0');
+	}
+	if (*c != end)
+		return NULL;
+	*v = neg ? -n : n;
+	return end ? c + 1 : c;
+}
+
+int ef_probe_answer_take(const char *text, const struct ef_probe_facts *f, int64_t slack_ns,
+			 unsigned *denied, int *why)
+{
+	long long v[8];
+	const char *c = text;
+
+	if (!c)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		if (!(c = field_of(c, i == 7, i == 7 ? '\0' : ':', &v[i])))
+			return 0; /* too few, too many, or not digits */
+	if (v[0] != 1)
+		return 0; /* another version's */
+	unsigned long long start = (unsigned long long)v[2];
+	int maker = v[1] == f->pid && start == f->start;				  /* itself, after an exec */
+	int parent = v[1] == f->ppid && f->ppid > 0 && start == f->parent_start; /* its child */
+	if (!(maker || parent) || !start || (unsigned long long)v[3] != f->pidns || v[4] != f->filters ||
+	    f->filters <= 0 || v[5] != slack_ns || v[6] < 0 || v[6] > EF_DENY_CALLS || v[7] > 0x7f ||
+	    v[7] < -64)
+		return 0;
+	*denied = (unsigned)v[6];
+	*why = (int)v[7];
+	return 1;
 }
 
 int ef_seccomp_plan(int mode, int inherited, ef_syscall_fn sys)

@@ -94,8 +94,9 @@ int ef_pwait2_probe_via(ef_syscall_fn sys);
  * also the most a program's start can be delayed by it. */
 #define EF_PROBE_PATIENCE_NS 200000000LL
 
-/* Starts the probe: its pid, or -errno when no child could be made. */
-long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns);
+/* Starts the probe: its pid, or -errno when no child could be made; *pidfd
+ * a pidfd of it (CLONE_PIDFD, Linux 5.2), or -1 where the kernel made none. */
+long ef_probe_start(ef_syscall_fn sys, int64_t slack_ns, int *pidfd);
 
 /* The probe's answer, without waiting (wait: block until it ends, for the
  * command and after a SIGKILL): 1 while it runs; else 0, with *denied the
@@ -106,14 +107,55 @@ int ef_probe_collect(ef_syscall_fn sys, long pid, int wait, unsigned *denied, in
 /* Ends a probe that did not answer in time: SIGKILL, reaped. */
 void ef_probe_abandon(ef_syscall_fn sys, long pid);
 
-/* Waits up to patience_ns for the probe's answer (ef_probe_collect's), polling
- * with sleeps that start at 20 us and double up to 2 ms: 0 answered, 1 still
- * running (then it is the caller's to abandon). */
-int ef_probe_wait(ef_syscall_fn sys, long pid, int64_t patience_ns, unsigned *denied, int *why);
+/* Waits up to patience_ns for the probe's answer (ef_probe_collect's): in
+ * ppoll on its pidfd, which is readable as soon as the child has exited, so
+ * the answer is seen when it exists; without a pidfd (pidfd -1), or where
+ * ppoll is refused, polling with sleeps that start at 20 us and double up to
+ * 2 ms. 0 answered, 1 still running (then it is the caller's to abandon). */
+int ef_probe_wait(ef_syscall_fn sys, long pid, int pidfd, int64_t patience_ns, unsigned *denied,
+		  int *why);
 
 /* The probe from start to answer, for the command (which is no host): the
  * why of ef_probe_collect, waiting at most EF_PROBE_PATIENCE_NS. */
 int ef_probe_run(ef_syscall_fn sys, int64_t slack_ns, unsigned *denied);
+
+/* ---- The probe's answer, handed across exec ---------------------------------
+ * A process that made the probe (or took an answer this way) says its answer
+ * in the environment, EF_PROBED_ENV, for the programs its children exec; one
+ * of them takes it instead of probing again only where its filter stack is
+ * provably the one the answer was made under: the answer names the process
+ * that made it (pid and start time, so a pid used again is another
+ * process), its PID namespace and its filter count, and the taker must be
+ * that process after an exec, or its child, in that namespace, under as many
+ * filters. Filters are only ever added, and a task's stack is the one it was
+ * made with and its own additions: a descendant with the same count has the
+ * same stack. The slack the answer tried must be the taker's too. A variable
+ * copied anywhere else (another namespace, a process its pid names now
+ * that is not the maker, a count that grew) is no answer, and the probe is
+ * made. Only answers that say what the calls do are handed on (they work,
+ * an errno, a signal), never a probe that was silent, lost or not made. */
+#define EF_PROBED_ENV "EPOLLFIX_PROBED"
+
+/* What a process knows of itself to make or take an answer, from /proc with
+ * the calls the loader itself needed (openat, read, close, readlinkat). */
+struct ef_probe_facts {
+	long pid, ppid, filters;
+	unsigned long long start, parent_start; /* start times (clock ticks after boot) */
+	unsigned long long pidns;		 /* the inode of /proc/self/ns/pid */
+};
+/* 0 when every fact was read (parent_start 0 where the parent's is hidden:
+ * another namespace, ppid 0); -1 otherwise. */
+int ef_probe_facts_via(ef_syscall_fn sys, struct ef_probe_facts *f);
+
+/* The answer as EF_PROBED_ENV holds it, into buf (NUL-terminated, at most
+ * size - 1 bytes); 0, or -1 where this answer is not one to hand on. */
+int ef_probe_answer_fmt(char *buf, size_t size, const struct ef_probe_facts *f, int64_t slack_ns,
+			unsigned denied, int why);
+
+/* 1 when text is an answer this process may take (above), with *denied and
+ * *why as ef_probe_collect gives them; 0 otherwise. text is hostile input. */
+int ef_probe_answer_take(const char *text, const struct ef_probe_facts *f, int64_t slack_ns,
+			 unsigned *denied, int *why);
 
 /* What to do at the first use of epoll_pwait2, from EPOLLFIX_SECCOMP's mode and
  * whether a filter of unknown content was in force at start (in a container

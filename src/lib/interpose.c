@@ -198,13 +198,15 @@ static int slack_allowed(void)
 }
 
 /* The thread's own slack back in force, if the library's is. Once a filter
- * refuses the library's prctl, a thread keeps what it has: asking could kill. */
-static void slack_restore(void)
+ * refuses the library's prctl, a thread keeps what it has: asking could kill.
+ * checked: no filter can have come since the check before the wait
+ * (ef_filters_seen_alone), so none is made again. */
+static void slack_back(int checked)
 {
 	if (__builtin_expect(!tls.lowered, 1))
 		return;
 	int saved = errno;
-	int checked = slack_allowed() && ef_filters_seen();
+	checked = slack_allowed() && (checked || ef_filters_seen());
 	if (checked)
 		real_slack(PR_SET_TIMERSLACK, (unsigned long)tls.own_slack);
 	/* The check could not be made for a moment (EMFILE): kept, so the
@@ -214,8 +216,14 @@ static void slack_restore(void)
 	errno = saved;
 }
 
+static void slack_restore(void)
+{
+	slack_back(0);
+}
+
 /* Before an upgraded wait: the configured slack (none for `keep`, nor where
- * the thread's own is that already). A signal handler's wait under the
+ * the thread's own is that already, or finer: the wait then makes one system
+ * call, and there is nothing to put back). A signal handler's wait under the
  * interrupted one finds it set, and its restore puts the own back early. */
 static void slack_for_wait(const struct ef_config *c)
 {
@@ -227,7 +235,7 @@ static void slack_for_wait(const struct ef_config *c)
 		int own = real_slack(PR_GET_TIMERSLACK, 0);
 		tls.own_slack = own > 0 ? own : -1;
 	}
-	if (tls.own_slack < 0 || tls.own_slack == want)
+	if (tls.own_slack < 0 || tls.own_slack <= want)
 		return;
 	int saved = errno;
 	if (real_slack(PR_SET_TIMERSLACK, (unsigned long)want) == 0)
@@ -281,13 +289,14 @@ static int64_t mono_ns(void)
 }
 
 /* epoll_pwait2 for ns, with the configured slack if c (an upgrade's wait; a
- * clamp's keeps the thread's own). Returns its result, or REFUSED with errno
+ * clamp's keeps the thread's own). alone: ef_pwait2_usable's, for this wait
+ * (the one thread, before it). Returns its result, or REFUSED with errno
  * as on entry and the error in *why when the real call must run instead:
  * after any error but EINTR the real call gives the exact errno the program
  * would have seen, and ENOSYS or EPERM mean a filter or kernel said no for
  * good. */
 static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev, int maxevents,
-		     int64_t ns, const sigset_t *mask, int *why)
+		     int64_t ns, const sigset_t *mask, int alone, int *why)
 {
 	struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
 	int saved = errno;
@@ -296,7 +305,9 @@ static int wait_fine(const struct ef_config *c, int epfd, struct epoll_event *ev
 		slack_for_wait(c);
 	int r = ef_real_epoll_pwait2()(epfd, ev, maxevents, &ts, mask);
 	int err = errno;
-	slack_restore();
+	/* The one thread, and no signal handler ran on it during the wait: no
+	 * filter came since the check (real.c). */
+	slack_back(alone && !(r < 0 && err == EINTR));
 	if (r >= 0 || err == EINTR) {
 		errno = r >= 0 ? saved : err;
 		return r;
@@ -418,8 +429,15 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			timeout = 0;
 			waited = 0;
 		} else {
-			if (ef_pwait2_usable((int)c->seccomp)) {
-				r = wait_fine(c, epfd, ev, maxevents, left, mask, &why);
+			int alone;
+			if (ef_pwait2_usable((int)c->seccomp, &alone)) {
+				/* What is left once the check is made (loaded with
+				 * dlopen, a read of /proc/self/status, about 6 us):
+				 * the deadline is the program's, not the check's. */
+				left = deadline - mono_ns();
+				if (left < 0)
+					left = 0;
+				r = wait_fine(c, epfd, ev, maxevents, left, mask, alone, &why);
 				if (r != REFUSED)
 					waited = left;
 				if (r == 0) /* timed out: how late after the program's deadline */
@@ -476,17 +494,17 @@ static EF_WAIT_PATH __attribute__((noinline)) int ef_wait_slow(enum ef_call call
 	if (rationed)
 		d = ef_rationed(t, d, timeout);
 	enum ef_action meant = d.action;
-	int r = REFUSED, why = 0;
+	int r = REFUSED, why = 0, alone = 0;
 
 	learned(d.learned);
 	int fine = d.action == EF_UPGRADE || d.action == EF_CLAMP || d.action == EF_BOUNDED;
-	if (fine && !ef_pwait2_usable((int)c->seccomp)) {
+	if (fine && !ef_pwait2_usable((int)c->seccomp, &alone)) {
 		d = ef_without_pwait2(d, timeout);
 		fine = 0;
 	}
 	if (fine) {
 		r = wait_fine(d.action == EF_CLAMP ? NULL : c, epfd, ev, maxevents, d.wait_ns, mask,
-			      &why);
+			      alone, &why);
 		if (r == REFUSED)
 			d = ef_without_pwait2(d, timeout);
 	}

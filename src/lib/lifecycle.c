@@ -3,6 +3,7 @@
  * none of them calls back, so the objects of src/ depend on each other without
  * a cycle (scripts/check-deps checks it). */
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "fmt.h"
@@ -33,7 +34,18 @@ __attribute__((constructor)) static void epollfix_init(void)
 	ef_filters_init();
 	struct ef_config c;
 	int on = !ef_fast_disabled() && ef_state_config(&c) && !c.disable;
-	ef_pwait2_early(on, on ? (int)c.seccomp : 0, on ? c.slack_ns : 0);
+	char answer[128];
+	const char *handed = ef_state_env(EF_PROBED_ENV);
+	if (ef_pwait2_early(on, on ? (int)c.seccomp : 0, on ? c.slack_ns : 0, handed, answer,
+			    sizeof(answer)) &&
+	    !ef_state_secure()) {
+		/* For the programs its children exec: this process's answer, or
+		 * none (one it could not take names no process they could be). */
+		if (answer[0])
+			setenv(EF_PROBED_ENV, answer, 1);
+		else if (handed)
+			unsetenv(EF_PROBED_ENV);
+	}
 	ef_stats_prepare();
 	ef_recognize_init();
 	ef_live_init();

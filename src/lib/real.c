@@ -158,20 +158,28 @@ int ef_seccomp_inherited(void)
  * epoll_pwait2 or of its own slack, the library reads the process's filter
  * count (Seccomp_filters: in /proc/self/status, Linux 5.9, before
  * epoll_pwait2's 5.11); any change from the count at start means a filter it
- * never read: it stops making either call for good.
- * The file is opened once, in the constructor, and read with pread: a filter
- * installed later that forbids opening files (pledge-like) leaves the check
- * what it needs, and a read costs no open and close. The fd sits at 256 or
- * above, away from the low numbers a program reuses; it is checked by fstat
- * before each read, so a number the program closed and reused (closefrom,
- * dup2) is never read nor closed: the library opens the file again then (the
- * one open after start-up, and only after the program closed the library's).
- * A fork child's handler opens its own before the child's code runs (the
- * inherited one is the parent's file). The count is the main thread's: a
- * filter installed with TSYNC, or by the main thread, shows there; one that
- * another thread installs for itself alone does not (doc/limits.md). prctl
- * (PR_GET_SECCOMP), which needs no fd, is no check: the filter it would look
- * for may kill prctl. */
+ * never read: it stops making either call for good. prctl(PR_GET_SECCOMP),
+ * which needs no fd, is no check: the filter it would look for may kill
+ * prctl, and the program alone would have gone on.
+ * The read before a wait also gives the process's thread count (Threads:).
+ * Where it was 1, and the wait did not end in EINTR, the slack is put back
+ * after the wait with no second read: while the one thread was blocked in
+ * the wait, only a signal handler on it could install a filter or start a
+ * thread, and an epoll wait a handler interrupted always fails with EINTR
+ * (never restarted, whatever SA_RESTART says). In every other case (more
+ * threads, EINTR) the count is read again before the slack's prctl.
+ * The status file is opened once, in the constructor, and read with pread: a
+ * filter installed later that forbids opening files (pledge-like) leaves the
+ * check what it needs, and a read costs no open and close. The fd sits at 256
+ * or above, away from the low numbers a program reuses; it is checked by
+ * fstat before each read, so a number the program closed and reused
+ * (closefrom, dup2) is never read nor closed: the library opens the file
+ * again then (the one open after start-up, and only after the program closed
+ * the library's). A fork child's handler opens its own before the child's
+ * code runs (the inherited one is the parent's file). The count is the main
+ * thread's: a filter installed with TSYNC, or by the main thread, shows
+ * there; one that another thread installs for itself alone does not
+ * (doc/limits.md). */
 
 static _Atomic int filters_watched = 1; /* 0: loaded with dlopen, checks needed */
 /* The count at start; -1: unread then (EMFILE at the dlopen, say). */
@@ -235,27 +243,34 @@ static int status_held(int *err)
 }
 
 /* The count read from fd, or -1 with *err the errno that kept it from being
- * read (0: the file holds no count). errno is kept. */
-static long count_in(int fd, int *err)
+ * read (0: the file holds no count); *threads the process's thread count
+ * read with it (-1: not read). errno is kept. */
+static long count_in(int fd, int *err, long *threads)
 {
-	struct ef_proc_field f[2];
-	char mode[8], count[24];
+	struct ef_proc_field f[3];
+	char mode[8], count[24], nthreads[24];
 	ef_proc_field_init(&f[0], "Seccomp", mode, sizeof(mode));
 	ef_proc_field_init(&f[1], "Seccomp_filters", count, sizeof(count));
-	*err = ef_proc_fields_fd(ef_real_syscall(), fd, f, 2);
+	ef_proc_field_init(&f[2], "Threads", nthreads, sizeof(nthreads));
+	*threads = -1;
+	*err = ef_proc_fields_fd(ef_real_syscall(), fd, f, 3);
 	if (*err)
 		return -1;
+	/* A count of digits, as the filters' is. */
+	*threads = ef_seccomp_filters_of(&f[2]);
 	/* Before the count was shown (Linux 5.9): the mode alone. A kernel
 	 * without seccomp has no such line: 0. */
 	return ef_proc_field_found(&f[1]) ? ef_seccomp_filters_of(&f[1]) : ef_seccomp_mode_of(&f[0], 1);
 }
 
-/* The process's filter count, or -1 with *err why not. errno is kept. */
-static long filter_count(int *err)
+/* The process's filter count, or -1 with *err why not; *threads as count_in.
+ * errno is kept. */
+static long filter_count(int *err, long *threads)
 {
 	int saved = errno;
 	int fd = status_held(err);
-	long n = fd >= 0 ? count_in(fd, err) : -1;
+	*threads = -1;
+	long n = fd >= 0 ? count_in(fd, err, threads) : -1;
 	errno = saved;
 	return n;
 }
@@ -299,9 +314,10 @@ void ef_filters_init(void)
 	int watched = ahead_of((const void *)ef_real_syscall()) && ahead_of((const void *)ef_real_prctl());
 	if (!watched) {
 		int err, fd = status_open();
+		long threads;
 		if (fd >= 0)
 			atomic_store_explicit(&status_fd, fd, memory_order_release);
-		atomic_store_explicit(&filters_at_start, fd >= 0 ? count_in(fd, &err) : -1,
+		atomic_store_explicit(&filters_at_start, fd >= 0 ? count_in(fd, &err, &threads) : -1,
 				      memory_order_relaxed);
 	}
 	atomic_store_explicit(&filters_watched, watched, memory_order_release);
@@ -314,36 +330,52 @@ static int transient(int err)
 	       err == ENOBUFS;
 }
 
-static __attribute__((noinline, cold)) int filters_checked(void)
+/* A filter came that the library never read: both calls given up for good.
+ * It may forbid opening files after start-up (pledge-like): the exit report
+ * then goes to stderr, as when one it read does. */
+static void unseen(int why)
+{
+	ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
+	ef_pwait2_refused(why);
+}
+
+static __attribute__((noinline, cold)) int filters_checked(int *alone)
 {
 	if ((ef_sandbox_denied() & EF_DENY_CALLS) == EF_DENY_CALLS)
 		return 0;
 	int err;
-	long now = filter_count(&err);
+	long threads;
+	long now = filter_count(&err, &threads);
 	long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
-	if (now >= 0 && now == start)
+	if (now >= 0 && now == start) {
+		*alone = threads == 1;
 		return 1;
+	}
 	/* Unread at start, none now: none then either (filters are never removed). */
 	if (now == 0 && start < 0) {
 		atomic_store_explicit(&filters_at_start, 0, memory_order_relaxed);
+		*alone = threads == 1;
 		return 1;
 	}
 	/* A moment without a free fd or memory: this use does without. */
 	if (now < 0 && transient(err))
 		return 0;
-	/* A filter it never read may forbid opening files after start-up
-	 * (pledge-like): the exit report then goes to stderr, as when one it
-	 * read does. */
-	ef_sandbox_deny(EF_DENY_CALLS | EF_DENY_OPEN);
-	ef_pwait2_refused(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
+	unseen(now < 0 ? EF_WHY_COUNT_UNREAD_ERRNO(err) : EF_WHY_FILTER_UNSEEN);
 	return 0;
+}
+
+EF_WAIT_PATH int ef_filters_seen_alone(int *alone)
+{
+	*alone = 0;
+	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
+		return 1;
+	return filters_checked(alone);
 }
 
 EF_WAIT_PATH int ef_filters_seen(void)
 {
-	if (__builtin_expect(atomic_load_explicit(&filters_watched, memory_order_relaxed), 1))
-		return 1;
-	return filters_checked();
+	int alone;
+	return ef_filters_seen_alone(&alone);
 }
 
 void ef_filters_after_fork(int before_child_code)
@@ -355,7 +387,8 @@ void ef_filters_after_fork(int before_child_code)
 	if (status_is_ours(fd)) {
 		/* The parent's file: a filter it holds unread is this one's too. */
 		int err;
-		long parent = count_in(fd, &err);
+		long threads;
+		long parent = count_in(fd, &err, &threads);
 		long start = atomic_load_explicit(&filters_at_start, memory_order_relaxed);
 		ef_real_syscall()(SYS_close, (long)fd);
 		if (parent >= 0 && start >= 0 && parent != start) {
@@ -403,12 +436,29 @@ static void pwait2_settle(int from, int why)
 
 /* The probe from start to answer, in the constructor: EF_PROBE_PATIENCE_NS at
  * most, then killed and reaped, silent counting as no. */
-static void probe_now(int64_t slack_ns)
+static void probe_now(int64_t slack_ns, unsigned *denied, int *why)
 {
+	*why = ef_probe_run(ef_real_syscall(), slack_ns, denied);
+	ef_sandbox_deny(*denied); /* the slack's verdict before any upgraded wait may use it */
+	pwait2_settle(EF_PW2_PROBING, *why);
+}
+
+/* The answer handed across exec (sandbox.h), or the probe; then the answer
+ * this process hands on in answer (empty: none). */
+static void answer_now(int64_t slack_ns, const char *handed, char *answer, size_t size)
+{
+	struct ef_probe_facts f;
 	unsigned denied;
-	int why = ef_probe_run(ef_real_syscall(), slack_ns, &denied);
-	ef_sandbox_deny(denied); /* the slack's verdict before any upgraded wait may use it */
-	pwait2_settle(EF_PW2_PROBING, why);
+	int why, known = ef_probe_facts_via(ef_real_syscall(), &f) == 0;
+
+	if (known && ef_probe_answer_take(handed, &f, slack_ns, &denied, &why)) {
+		ef_sandbox_deny(denied);
+		pwait2_settle(EF_PW2_PROBING, why);
+	} else {
+		probe_now(slack_ns, &denied, &why);
+	}
+	if (!known || ef_probe_answer_fmt(answer, size, &f, slack_ns, denied, why) != 0)
+		answer[0] = '\0';
 }
 
 static __attribute__((noinline, cold)) void pwait2_first_use(int mode)
@@ -428,30 +478,41 @@ static __attribute__((noinline, cold)) void pwait2_first_use(int mode)
 	errno = saved;
 }
 
-void ef_pwait2_early(int wanted, int mode, int64_t slack_ns)
+int ef_pwait2_early(int wanted, int mode, int64_t slack_ns, const char *handed, char *answer,
+		   size_t size)
 {
-	int saved = errno, expected = EF_PW2_UNKNOWN;
+	int saved = errno, expected = EF_PW2_UNKNOWN, asked = 0;
+	answer[0] = '\0';
 	if (wanted && ef_seccomp_plan(mode, ef_seccomp_inherited(), ef_real_syscall()) == EF_PLAN_PROBE) {
 		/* Loaded with dlopen, a filter in force now may be the program's
 		 * own, which may kill a clone: only an operator's
-		 * EPOLLFIX_SECCOMP=probe asks a child then. */
-		if (!atomic_load_explicit(&filters_watched, memory_order_acquire) &&
-		    mode != EF_SECCOMP_PROBE) {
-			if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
-				pwait2_settle(EF_PW2_PROBING, EF_WHY_DLOPEN_FILTER);
+		 * EPOLLFIX_SECCOMP=probe asks a child then (and hands nothing
+		 * on: the environment is no one's to change with threads about). */
+		if (!atomic_load_explicit(&filters_watched, memory_order_acquire)) {
+			if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING)) {
+				unsigned denied;
+				int why = EF_WHY_DLOPEN_FILTER;
+				if (mode == EF_SECCOMP_PROBE)
+					probe_now(slack_ns, &denied, &why);
+				else
+					pwait2_settle(EF_PW2_PROBING, why);
+			}
 		} else if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING)) {
-			probe_now(slack_ns);
+			answer_now(slack_ns, handed, answer, size);
+			asked = 1;
 		}
 	}
 	atomic_store_explicit(&probe_time_over, 1, memory_order_release);
 	errno = saved;
+	return asked;
 }
 
-EF_WAIT_PATH int ef_pwait2_usable(int mode)
+EF_WAIT_PATH int ef_pwait2_usable(int mode, int *alone)
 {
 	int s = atomic_load_explicit(&pw2_state, memory_order_acquire);
+	*alone = 0;
 	if (s == EF_PW2_OK)
-		return ef_filters_seen();
+		return ef_filters_seen_alone(alone);
 	if (s == EF_PW2_UNKNOWN) {
 		if (!ef_filters_seen()) /* no call a filter unread could kill */
 			return 0;
@@ -459,7 +520,8 @@ EF_WAIT_PATH int ef_pwait2_usable(int mode)
 		if (atomic_compare_exchange_strong(&pw2_state, &expected, EF_PW2_PROBING))
 			pwait2_first_use(mode);
 	}
-	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK && ef_filters_seen();
+	return atomic_load_explicit(&pw2_state, memory_order_acquire) == EF_PW2_OK &&
+	       ef_filters_seen_alone(alone);
 }
 
 void ef_pwait2_after_fork(void)

@@ -83,13 +83,20 @@ EF_REAL_FUNCS(EF_REAL_READY)
 /* 1 when epoll_pwait2 may be used. Decided once, at the first call that needs
  * it: by the kernel, or under a filter that was in force at start (its content
  * unknown) as mode (EPOLLFIX_SECCOMP) says, by the constructor's child probe
- * (sandbox.h). Until then it answers 0: that call passes through. */
-int ef_pwait2_usable(int mode);
+ * (sandbox.h). Until then it answers 0: that call passes through. *alone
+ * as ef_filters_seen_alone says, for the wait this answer is for. */
+int ef_pwait2_usable(int mode, int *alone);
 /* In the constructor, and nowhere else: when wanted (the library is on) and
  * the plan calls for it, the probe (which also tries slack_ns) is made now,
  * while the program's own code has not run, and is reaped before this
- * returns: answered, or killed after EF_PROBE_PATIENCE_NS. */
-void ef_pwait2_early(int wanted, int mode, int64_t slack_ns);
+ * returns: answered, or killed after EF_PROBE_PATIENCE_NS. Preloaded, an
+ * answer handed across exec (handed: EF_PROBED_ENV's value, or NULL) that
+ * this process may take (sandbox.h) is taken instead, and the answer this
+ * process hands on is put in answer (size bytes; empty: none). Returns 1
+ * when the plan was a probe here (answered either way), so that the
+ * environment is this process's to say. */
+int ef_pwait2_early(int wanted, int mode, int64_t slack_ns, const char *handed, char *answer,
+		    size_t size);
 /* 1 when a seccomp filter was in force before the program could install one
  * (its launcher's), or /proc cannot tell; read once (sandbox.h). */
 int ef_seccomp_inherited(void);
@@ -108,6 +115,11 @@ void ef_filters_init(void);
  * next checks again. Otherwise it denies the library's calls for good
  * (sandbox.h) and answers 0. */
 int ef_filters_seen(void);
+/* The same; *alone is 1 when the count was read (loaded with dlopen) along
+ * with a thread count of 1, else 0. A wait made right after, by the one
+ * thread, that does not fail with EINTR, ran with no filter installed
+ * meanwhile (real.c): the slack is put back without a second read. */
+int ef_filters_seen_alone(int *alone);
 /* In a child: loaded with dlopen, the held /proc/self/status is the parent's
  * file; it is closed, and opened anew when before_child_code (the atfork
  * handler), else at the next check (a raw clone, noticed later). */

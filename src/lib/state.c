@@ -95,6 +95,11 @@ static int secure_execution(void)
 	return getauxval(AT_SECURE) != 0;
 }
 
+int ef_state_secure(void)
+{
+	return secure_execution();
+}
+
 /* The one place the library reads its variables. */
 const char *ef_state_env(const char *name)
 {

@@ -112,6 +112,9 @@ void ef_state_load(void);
 /* getenv(name), or NULL in secure execution (AT_SECURE: setuid, setgid, file
  * capabilities), where no EPOLLFIX_* variable of the caller is read. */
 const char *ef_state_env(const char *name);
+/* 1 in secure execution: the environment is not the caller's to read, nor
+ * the library's to write. */
+int ef_state_secure(void);
 
 /* In a fork child, before anything else runs there. */
 void ef_state_after_fork(void);

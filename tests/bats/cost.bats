@@ -147,6 +147,57 @@ still_upgraded() {
 	(( waits + all <= 3 * waits + 1 )) || fail "$((waits + all)) system calls for $waits waits"
 }
 
+@test "strace: a thread whose own slack is already EPOLLFIX_SLACK or finer waits with one system call, nothing lowered or put back" {
+	need_glibc
+	py=$(python_bin) || skip "no python3"
+	command -v strace >/dev/null || skip "no strace"
+	out="$BATS_TEST_TMPDIR/strace"
+	local own waits sets
+	for own in 1000 500; do
+		# The program sets its own slack first (EPOLLFIX_SLACK is 1 us).
+		run strace -f -o "$out" -e trace=prctl,epoll_pwait2 \
+			-E LD_PRELOAD="${EPOLLFIX_PRELOAD_EXTRA:+$EPOLLFIX_PRELOAD_EXTRA:}$EPOLLFIX_LIB" \
+			"$py" -c 'import ctypes, runpy, sys
+ctypes.CDLL(None).prctl(29, int(sys.argv[1]), 0, 0, 0)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$own" "$PROGS_SRC/asyncio_sleep.py" 700e-6 200
+		assert_success
+		waits=$(grep -c 'epoll_pwait2([0-9]' "$out" || true)
+		sets=$(grep -c 'PR_SET_TIMERSLACK' "$out" || true)
+		[ "$waits" -ge 150 ] || fail "$own: only $waits upgraded waits"
+		# The program's own, and no other.
+		[ "$sets" = 1 ] || fail "$own: $sets PR_SET_TIMERSLACK for $waits waits"
+		grep -q "PR_SET_TIMERSLACK, $own)" "$out" || fail "$own: the program's own was not set"
+	done
+}
+
+@test "strace: under epollfix.enable(), one thread: each upgraded wait reads the filter count once, before it, and never asks PR_GET_SECCOMP" {
+	need_glibc # musl's dlopen refuses the library's TLS
+	py=$(python_bin) || skip "no python3"
+	command -v strace >/dev/null || skip "no strace"
+	[ -d "$EPOLLFIX_BUILD/python/site" ] || skip "no Python package in the build"
+	out="$BATS_TEST_TMPDIR/strace"
+	# No preload: the library loaded with dlopen, as pip users have it.
+	run env PYTHONPATH="$EPOLLFIX_BUILD/python/site" strace -f -o "$out" \
+		-e trace=prctl,epoll_pwait2,fstat,newfstatat,pread64 "$py" -c 'import epollfix, runpy, sys
+epollfix.enable(sys.argv[1])
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")' "$EPOLLFIX_LIB" "$PROGS_SRC/asyncio_sleep.py" 700e-6 200
+	assert_success
+	local waits reads stats
+	waits=$(grep -c 'epoll_pwait2([0-9]' "$out" || true)
+	# Of the fd the library holds, at 256 or above.
+	reads=$(grep -Ec 'pread64\((25[6-9]|2[6-9][0-9]|[3-9][0-9][0-9]|[0-9]{4,}),' "$out" || true)
+	stats=$(grep -Ec 'fstat(at)?\((25[6-9]|2[6-9][0-9]|[3-9][0-9][0-9]|[0-9]{4,}),' "$out" || true)
+	[ "$waits" -ge 150 ] || fail "only $waits upgraded waits"
+	! grep -q PR_GET_SECCOMP "$out" || fail "asks the kernel for seccomp (a filter that kills prctl would kill there)"
+	# One read before each wait (the first use reads twice, and enable()
+	# once), none after: one thread, no signal (doc/python.md).
+	(( reads >= waits && reads <= waits + 3 )) || fail "$reads readings of the count for $waits waits"
+	(( stats == reads )) || fail "$stats fstat of the held fd for $reads readings"
+	echo "# waits=$waits reads=$reads" >&3
+}
+
 @test "prctl and syscall: every other request passes through unchanged, errno included" {
 	need_glibc
 	py=$(python_bin) || skip "no python3"

@@ -64,8 +64,50 @@ report_says() {
 	run in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -e trace=clone,clone3 \
 		env LD_PRELOAD="$EPOLLFIX_LIB" "$EPOLLFIX_PROGS/ef-threads" 20
 	assert_success
-	[ "$(grep -c 'clone(child_stack=NULL, flags=CLONE_FILES)' <<<"$output")" = 1 ] ||
+	[ "$(grep -c 'clone(child_stack=NULL, flags=CLONE_FILES[|)]' <<<"$output")" = 1 ] ||
 		fail "not one probe child: $output"
+}
+
+# probes FILE: the probe children in an strace log of clone calls.
+probes() {
+	grep -c 'clone(child_stack=NULL, flags=CLONE_FILES' "$1" || true
+}
+
+@test "sandbox: in a container, the programs a shell runs take its answer instead of probing; a filter added since, or an answer from elsewhere, is probed again" {
+	need_glibc # the system's shell and /bin/true
+	command -v strace >/dev/null || skip_missing "no strace"
+	local t=$BATS_TEST_TMPDIR
+	# A shell and the six programs it runs: one probe, the shell's.
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/loop" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" -E EPOLLFIX_STATS=1 \
+		/bin/sh -c 'for i in 1 2 3 4 5; do /bin/true; done; "$1" --count 40' sh "$EPOLLFIX_PROGS/ef-sleep"
+	assert_success
+	assert_upgraded
+	[ "$(probes "$t/loop")" = 1 ] || fail "not one probe: $(cat "$t/loop")"
+	grep -q 'epoll_pwait2: available' <<<"$stderr" || fail "$stderr"
+	# The answer it was handed, as the last program saw it.
+	local answer
+	answer=$(in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec env LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c 'env' | sed -n 's/^EPOLLFIX_PROBED=//p')
+	[[ $answer == 1:* ]] || fail "no answer handed on: '$answer'"
+	# A program that adds a filter and execs: what it runs probes again.
+	in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/added" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c '"$1" allow exec /bin/true' sh "$EPOLLFIX_PROGS/ef-sandbox"
+	[ "$(probes "$t/added")" = 2 ] || fail "not a probe after the filter added: $(cat "$t/added")"
+	# An answer from another container (another namespace, another process
+	# of that pid) is no answer.
+	in_container "$EPOLLFIX_PROGS/ef-sandbox" allow exec strace -f -qq -o "$t/copied" \
+		-e trace=clone,clone3 -E LD_PRELOAD="$EPOLLFIX_LIB" \
+		/bin/sh -c 'EPOLLFIX_PROBED=$1 /bin/true' sh "$answer"
+	[ "$(probes "$t/copied")" = 2 ] || fail "an answer from elsewhere was taken: $(cat "$t/copied")"
+	# Under a launcher's filter that kills epoll_pwait2, the shell's probe is
+	# killed, and what it runs takes that no: nothing upgraded, nothing killed.
+	run --separate-stderr in_container "$EPOLLFIX_PROGS/ef-sandbox" kill-pwait2 exec \
+		env LD_PRELOAD="$EPOLLFIX_LIB" EPOLLFIX_STATS=1 /bin/sh -c '"$1" --count 300' sh "$EPOLLFIX_PROGS/ef-sleep"
+	assert_success
+	assert_rounded
+	grep -q 'epoll_pwait2: unavailable (a probe was killed by signal 31 (SIGSYS' <<<"$stderr" || fail "$stderr"
 }
 
 @test "sandbox: in a container, a filter that kills, traps, refuses or never answers epoll_pwait2 or prctl: the program runs as without, the report says why" {
@@ -288,10 +330,39 @@ PY
 	grep -q 'unknown seccomp filter was in force at start' <<<"$stderr" || fail "$stderr"
 }
 
-@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2, prctl or openat" {
+@test "seccomp: loaded with dlopen under a launcher's filter (trust), the filter count is read before each upgraded wait, and a later filter that kills epoll_pwait2 or prctl kills nothing" {
+	need_glibc # musl's dlopen refuses the library's TLS
+	command -v strace >/dev/null || skip_missing "no strace"
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr strace -f -qq -o "$t/trace" "$EPOLLFIX_PROGS/ef-sandbox" allow exec \
+		env EPOLLFIX_SECCOMP=trust EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-sleep" --count 100 --dlopen "$EPOLLFIX_LIB"
+	assert_success
+	grep -q 'epoll_pwait2: available' <<<"$stderr" || fail "$stderr"
+	# The count it reads (pread64 of the fd it holds, 256 or above), never
+	# PR_GET_SECCOMP (which cannot tell a second filter from the launcher's).
+	local waits reads
+	waits=$(grep -c 'epoll_pwait2([0-9]' "$t/trace" || true)
+	reads=$(grep -Ec 'pread64\((25[6-9]|2[6-9][0-9]|[3-9][0-9][0-9]|[0-9]{4,}),' "$t/trace" || true)
+	[ "$waits" -ge 50 ] || fail "only $waits upgraded waits"
+	[ "$reads" -ge "$waits" ] || fail "$reads readings of the count for $waits waits"
+	! grep -q 'PR_GET_SECCOMP' "$t/trace" || fail "asked PR_GET_SECCOMP under a filter"
+	local what
+	for what in pwait2 prctl; do
+		run "$EPOLLFIX_PROGS/ef-sandbox" allow exec env EPOLLFIX_SECCOMP=trust \
+			"$EPOLLFIX_PROGS/ef-dl-filter" "$EPOLLFIX_LIB" "$what" prctl 20
+		assert_success
+		assert_output --partial "found=1"
+	done
+}
+
+@test "seccomp: loaded with dlopen, the library survives a filter installed through libc that kills epoll_pwait2, prctl or openat, also by a signal handler during an upgraded wait" {
 	# musl's dlopen refuses a library with initial-exec TLS, as this one's is.
 	need_glibc
-	local vias=(prctl syscall)
+	# handler: one thread, the filter installed by a SIGALRM handler during
+	# a 5 s upgraded wait, which ends in EINTR: the count is read again
+	# before the slack's prctl (a single thread's wait that ends otherwise
+	# is not read after).
+	local vias=(prctl syscall handler)
 	[ "$EPOLLFIX_LIBC" = glibc ] && vias+=(libseccomp)
 	# Also with an interposer of prctl preloaded (the ASan runtime): it
 	# forwards to libc's, which comes before the dlopen'ed library.

@@ -2,14 +2,17 @@
  * does), its API used, then a seccomp filter the library cannot see being
  * installed, then the API used again:
  *
- *   ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall [N]
+ *   ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall|handler [N]
  *
  * N waits of 50 us through epollfix_epoll_wait_ns on an idle fd (default 20),
  * a zero-timeout poll after every fifth,
  * then a filter that kills the process on epoll_pwait2, on prctl, or on openat
  * (a program that opens nothing once it runs, pledge-like), installed
  * through libseccomp's seccomp_load or the program's own prctl or syscall
- * (libc's: the dlopen'ed library is after libc in symbol lookup), then N more,
+ * (libc's: the dlopen'ed library is after libc in symbol lookup), or by a
+ * SIGALRM handler (SA_RESTART, through syscall) that runs 200 ms into a wait
+ * of 5 s and 50 us the library makes exact, with this one thread (the wait
+ * must fail with EINTR), then N more,
  * then one that must find the byte written to the fd. Prints
  * "before_exact=.. after_exact=.. found=.." (the waits the library
  * made exact: a wait whose deadline passed before it was made, as a thread
@@ -21,7 +24,9 @@
 #include "seccomp_filter.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -87,13 +92,46 @@ static int install(const char *via, long nr)
 	return -1;
 }
 
+static long handler_nr;
+static volatile sig_atomic_t handler_rc = 1;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	handler_rc = install("syscall", handler_nr) ? 2 : 0;
+}
+
+/* The filter installed by a signal handler while the one thread is in an
+ * upgraded wait (epoll_pwait2, with the library's slack), which it ends. */
+static int install_in_wait(int ep, long nr)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { .tv_usec = 200000 } };
+	struct epoll_event out[4];
+
+	handler_nr = nr;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)) {
+		perror("ef-dl-filter: SIGALRM");
+		return -1;
+	}
+	int r = wait_ns(ep, out, 4, 5000050000LL);
+	int err = errno;
+	if (handler_rc || r != -1 || err != EINTR) {
+		fprintf(stderr, "ef-dl-filter: the wait the handler ran in: %d (%s), handler %d\n", r,
+			strerror(err), (int)handler_rc);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int fds[2];
 
 	if (argc < 4 || argc > 5 ||
 	    (strcmp(argv[2], "pwait2") && strcmp(argv[2], "prctl") && strcmp(argv[2], "openat"))) {
-		fprintf(stderr, "usage: ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall [N]\n");
+		fprintf(stderr, "usage: ef-dl-filter LIB pwait2|prctl|openat libseccomp|prctl|syscall|handler [N]\n");
 		return 2;
 	}
 	int n = argc == 5 ? atoi(argv[4]) : 20;
@@ -111,10 +149,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	waits(ep, n);
-	uint64_t before = exact();
 	long nr = !strcmp(argv[2], "pwait2") ? EF_NR_EPOLL_PWAIT2 : !strcmp(argv[2], "prctl") ? SYS_prctl : SYS_openat;
-	if (install(argv[3], nr))
+	if (!strcmp(argv[3], "handler") ? install_in_wait(ep, nr) : install(argv[3], nr))
 		return 1;
+	uint64_t before = exact(); /* with the wait the handler ended */
 	fprintf(stderr, "ef-dl-filter: the filter is in force\n");
 	waits(ep, n);
 	uint64_t after = exact() - before;

@@ -183,3 +183,99 @@ Test(sandbox, proc_fields_are_read_from_a_real_status_file)
 	cr_assert_str_eq(name, "unit-tests");
 	cr_assert_eq(ef_seccomp_status_via(syscall), seccomp[0] != '0');
 }
+
+/* ---- The probe's answer, handed across exec ------------------------------- */
+
+static const struct ef_probe_facts child = { .pid = 40, .ppid = 30, .filters = 1, .start = 5000,
+					     .parent_start = 4000, .pidns = 4026532178ULL };
+
+static int take(const char *text, const struct ef_probe_facts *f, unsigned *denied, int *why)
+{
+	return ef_probe_answer_take(text, f, 1000, denied, why);
+}
+
+Test(probe_answer, a_parents_answer_is_taken_by_its_child_and_by_itself_after_an_exec)
+{
+	struct ef_probe_facts parent = { .pid = 30, .ppid = 1, .filters = 1, .start = 4000,
+					 .parent_start = 10, .pidns = 4026532178ULL };
+	char text[128];
+	unsigned denied = 99;
+	int why = 99;
+
+	cr_assert_eq(ef_probe_answer_fmt(text, sizeof(text), &parent, 1000, EF_DENY_SLACK, 0), 0);
+	cr_assert_str_eq(text, "1:30:4000:4026532178:1:1000:2:0");
+	cr_assert(take(text, &child, &denied, &why));
+	cr_assert_eq(denied, EF_DENY_SLACK);
+	cr_assert_eq(why, 0);
+	cr_assert(take(text, &parent, &denied, &why), "the maker itself, after an exec");
+	/* A refusal and a kill are answers too. */
+	cr_assert_eq(ef_probe_answer_fmt(text, sizeof(text), &parent, 1000, EF_DENY_CALLS, -31), 0);
+	cr_assert(take(text, &child, &denied, &why));
+	cr_assert_eq(why, -31);
+	cr_assert_eq(denied, EF_DENY_CALLS);
+}
+
+Test(probe_answer, only_answers_that_say_what_the_calls_do_are_handed_on)
+{
+	char text[128] = "x";
+	struct ef_probe_facts none = child;
+
+	cr_assert_eq(ef_probe_answer_fmt(text, sizeof(text), &child, 1000, EF_DENY_CALLS, EF_WHY_PROBE_SILENT), -1);
+	cr_assert_str_eq(text, "");
+	cr_assert_eq(ef_probe_answer_fmt(text, sizeof(text), &child, 1000, EF_DENY_CALLS, EF_WHY_PROBE_NO_CHILD), -1);
+	none.filters = 0;
+	cr_assert_eq(ef_probe_answer_fmt(text, sizeof(text), &none, 1000, 0, 0), -1);
+	cr_assert_eq(ef_probe_answer_fmt(text, 8, &child, 1000, 0, 0), -1, "cut short");
+	cr_assert_str_eq(text, "");
+}
+
+Test(probe_answer, an_answer_made_anywhere_else_is_not_taken)
+{
+	unsigned denied;
+	int why;
+	static const char *const no[] = {
+		"1:31:4000:4026532178:1:1000:0:0",  /* another process's (not its parent's) */
+		"1:30:4001:4026532178:1:1000:0:0",  /* its parent's pid, another start: a pid used again */
+		"1:30:4000:4026531836:1:1000:0:0",  /* another PID namespace */
+		"1:30:4000:4026532178:2:1000:0:0",  /* another filter count */
+		"1:30:4000:4026532178:0:1000:0:0",
+		"1:30:4000:4026532178:1:50000:0:0", /* another slack tried */
+		"2:30:4000:4026532178:1:1000:0:0",  /* another version's */
+		"1:30:4000:4026532178:1:1000:4:0",  /* bits that are no probe's */
+		"1:30:4000:4026532178:1:1000:0:200",
+		"1:30:4000:4026532178:1:1000:0:-65",
+		"1:30:4000:4026532178:1:1000:0",    /* too few */
+		"1:30:4000:4026532178:1:1000:0:0:", /* too many */
+		"1:30:4000:4026532178:1:1000:0:0:0",
+		"1:30:4000:4026532178:1:1000:0:0 ",
+		" 1:30:4000:4026532178:1:1000:0:0",
+		"1:-30:4000:4026532178:1:1000:0:0",
+		"1:30:4000:4026532178:1:1000:-0:0",
+		"1::4000:4026532178:1:1000:0:0",
+		"1:30:99999999999999999999999:4026532178:1:1000:0:0",
+		"",
+		":",
+		"1",
+	};
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		cr_assert_not(take(no[i], &child, &denied, &why), "taken: '%s'", no[i]);
+	cr_assert_not(take(NULL, &child, &denied, &why));
+	/* A child whose parent is outside its namespace (ppid 0) takes none. */
+	struct ef_probe_facts orphan = child;
+	orphan.ppid = 0;
+	orphan.parent_start = 0;
+	cr_assert_not(take("1:0:0:4026532178:1:1000:0:0", &orphan, &denied, &why));
+	cr_assert(take("1:30:4000:4026532178:1:1000:0:0", &child, &denied, &why));
+}
+
+Test(probe_answer, the_facts_of_this_process_are_read_from_proc)
+{
+	struct ef_probe_facts f;
+
+	cr_assert_eq(ef_probe_facts_via(syscall, &f), 0);
+	cr_assert_eq(f.pid, (long)getpid());
+	cr_assert_eq(f.ppid, (long)getppid());
+	cr_assert_gt(f.start, 0);
+	cr_assert_gt(f.pidns, 0);
+	cr_assert_geq(f.filters, 0);
+}

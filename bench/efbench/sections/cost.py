@@ -180,4 +180,91 @@ def syscalls_per_wait(b):
                       f"{per_wait:.2f} a wait ({bracketed} of {n} waits between a lowering and a restore, "
                       f"{calls.count('get')} reads, {calls.count('seccomp')} seccomp asks); everything "
                       f"{overall:.2f}", per_wait <= 3.0 and bracketed == n and calls.count("seccomp") == 0))
+    md.append(kept_slack(b, sleeps))
+    md.append(under_enable(b, sleeps))
     return "\n".join(md)
+
+
+def kept_slack(b, sleeps):
+    """The same asyncio sleeps in a thread whose own slack is already
+    EPOLLFIX_SLACK (set by the program before its loop, as a program that
+    keeps a fine slack does): nothing to lower or put back."""
+    b.seq += 1
+    outf = os.path.join(b.raw, f"{b.seq:04d}-strace-asyncio-700us-own-slack.txt")
+    script = ("import ctypes, runpy, sys\n"
+              "ctypes.CDLL(None).prctl(29, int(sys.argv[1]), 0, 0, 0)\n"
+              "sys.argv = sys.argv[2:]\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp",
+           "-E", f"LD_PRELOAD={b.lib}", b.py, "-c", script, str(SLACK_NS),
+           os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"), "700e-6", str(sleeps)]
+    env = b.env(False, None)
+    env["EPOLLFIX_SLACK"] = SLACK
+    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
+    with open(outf) as f:
+        lines = [ln for ln in f if "resumed>" not in ln]
+    n = sum(1 for ln in lines if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln)
+    if not n:
+        raise Failed("strace: no upgraded wait")
+    # The program's own PR_SET_TIMERSLACK is not the library's.
+    lib = sum(1 for ln in lines if "PR_SET_TIMERSLACK" in ln or "PR_GET_SECCOMP" in ln) - 1
+    per_wait = (n + lib) / n
+    b.targets.append(("2. system calls per upgraded wait (strace) in a thread whose own slack is already "
+                      "EPOLLFIX_SLACK: 1",
+                      f"{per_wait:.2f} a wait ({n} waits, {lib} slack or seccomp calls of the library's)",
+                      per_wait <= 1.0))
+    return (f"\nThe same in a thread whose own slack is already {SLACK} (the program sets it before its "
+            f"loop): {n} upgraded waits, {lib} `prctl` of the library's to set or restore it; "
+            f"{per_wait:.2f} system calls per upgraded wait.\n")
+
+
+def under_enable(b, sleeps):
+    """The same asyncio sleeps under epollfix.enable(), no preload (the
+    library loaded with dlopen, one thread): the wait, its lowering and
+    restore, and one read of the filter count before it (fstat and pread64
+    of the fd held at 256 or above); never PR_GET_SECCOMP, which a filter
+    installed later could kill."""
+    site = os.path.join(b.build, "python", "site")
+    if not os.path.isdir(site):
+        return "\nNo Python package in the build: the run under `enable()` skipped.\n"
+    b.seq += 1
+    outf = os.path.join(b.raw, f"{b.seq:04d}-strace-asyncio-700us-enable.txt")
+    script = ("import epollfix, runpy, sys\n"
+              "epollfix.enable(sys.argv[1])\n"
+              "sys.argv = sys.argv[2:]\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp,fstat,newfstatat,pread64",
+           b.py, "-c", script, b.lib, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"), "700e-6",
+           str(sleeps)]
+    env = b.env(False, None)
+    env["EPOLLFIX_SLACK"] = SLACK
+    env["PYTHONPATH"] = site
+    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} PYTHONPATH={site} {' '.join(cmd)}\n")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
+    with open(outf) as f:
+        lines = [ln for ln in f if "resumed>" not in ln]
+    held = re.compile(r"(pread64|fstat|newfstatat)\((25[6-9]|2[6-9][0-9]|[3-9][0-9][0-9]|[0-9]{4,}),")
+    n = sum(1 for ln in lines if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln)
+    if not n:
+        raise Failed("strace: no upgraded wait")
+    slack = sum(1 for ln in lines if "PR_SET_TIMERSLACK" in ln)
+    reads = sum(1 for ln in lines if held.search(ln) and "pread64" in ln)
+    stats = sum(1 for ln in lines if held.search(ln) and "pread64" not in ln)
+    seccomp = sum(1 for ln in lines if "PR_GET_SECCOMP" in ln)
+    per_wait = (n + slack + reads + stats + seccomp) / n
+    # enable() reads the count once, and the first upgraded wait twice.
+    b.targets.append(("2. system calls per upgraded wait (strace) under enable(), one thread: the wait, its "
+                      "lowering and restore, and the count read once, before it (fstat, pread64); no "
+                      "PR_GET_SECCOMP",
+                      f"{per_wait:.2f} a wait ({n} waits, {slack} slack sets, {reads} reads of the count, "
+                      f"{stats} fstat, {seccomp} PR_GET_SECCOMP)",
+                      slack <= 2 * n and n <= reads <= n + 3 and stats == reads and seccomp == 0))
+    return (f"\nThe same under `epollfix.enable()`, no preload (one thread): {n} upgraded waits, {slack} "
+            f"`PR_SET_TIMERSLACK`, {reads} reads of the filter count (`pread64`) and {stats} `fstat` of the "
+            f"fd the library holds, {seccomp} `PR_GET_SECCOMP`; {per_wait:.2f} system calls per upgraded "
+            f"wait.\n")
