@@ -597,7 +597,8 @@ int ef_reader_backed_off(const struct ef_reader *r, uint32_t tgid)
 	return 0;
 }
 
-/* tgid's cgroup backed off (said in *path, or "" when it could not be read). */
+/* tgid's cgroup backed off (said in *path, or "" when it could not be read,
+ * or is the root: every process would be). */
 static void back_off(struct ef_reader *r, uint32_t tgid, char *path, size_t size)
 {
 	size_t oldest = 0;
@@ -605,7 +606,8 @@ static void back_off(struct ef_reader *r, uint32_t tgid, char *path, size_t size
 	for (size_t i = 0; i < CGROUPS; i++)
 		if (r->off[i].until < r->off[oldest].until)
 			oldest = i;
-	if (cgroup_of(tgid, r->off[oldest].path, sizeof(r->off[oldest].path)) != 0)
+	if (cgroup_of(tgid, r->off[oldest].path, sizeof(r->off[oldest].path)) != 0 ||
+	    strcmp(r->off[oldest].path, "/") == 0)
 		return;
 	r->off[oldest].until = now_ms() / 1000 + EF_READER_BACKOFF_S;
 	snprintf(path, size, "%s", r->off[oldest].path);
@@ -638,7 +640,7 @@ static void replace(struct ef_reader *r, struct child *c, const char *what, ef_r
 		"epollfix agent: pid %u: its %s %s: not served; %s%s%s; reader pid %d is left where it is, "
 		"and ends when what blocks it answers\n",
 		k.q.tgid, k.q.kind == EF_RQ_LOOK ? "executable or memory" : "files or memory", what,
-		*path ? "the processes of its cgroup " : "its cgroup unknown (it ended)", shown,
+		*path ? "the processes of its cgroup " : "its cgroup not backed off (the root, or it ended)", shown,
 		*path ? " are not read for 60 s" : "", (int)pid);
 	if (k.ring >= 0)
 		close(k.ring);
