@@ -58,7 +58,7 @@ teardown() {
 	[ ! -f "$BATS_TEST_TMPDIR/load.pid" ] || kill "$(cat "$BATS_TEST_TMPDIR/load.pid")" 2>/dev/null || true
 	[ ! -f "$BATS_FILE_TMPDIR/cluster/env" ] || {
 		"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null 2>&1 || true
-		kc delete namespace shop strict --wait=false >/dev/null 2>&1 || true
+		kc delete namespace shop strict users users-strict --wait=false >/dev/null 2>&1 || true
 	}
 }
 
@@ -288,6 +288,39 @@ served_go() {
 	served strict
 	run kc -n strict get pod c-on -o jsonpath='{.status.initContainerStatuses[0].name} {.status.initContainerStatuses[0].state.terminated.exitCode}'
 	assert_output "epollfix-copy 0"
+}
+
+@test "user-namespaced pods (hostUsers: false, on the runc built here): the image volume and the init container serve glibc and musl pods that opt in, the Go agent a Go pod" {
+	[ -x "$K8S_TOOLS/bin/runc" ] ||
+		skip_missing "no runc built (scripts/install-k8s-tools): Debian 12's 1.1.5 cannot run user-namespaced pods"
+	export HOST_USERS=false # tests/kubernetes/timer-pod's pods
+	install image
+	namespace users
+	served users
+	"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null
+	install initContainer
+	namespace users-strict restricted
+	served users-strict
+	run kc -n users-strict get pod c-on -o jsonpath='{.spec.hostUsers} {.status.initContainerStatuses[0].state.terminated.exitCode}'
+	assert_output "false 0"
+	"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null
+	install_go_agent
+	local agent pid map l
+	agent=$(agent_ready)
+	pod users go-userns true go-sleeps 3000
+	running users go-userns
+	pid=$(pid users go-userns)
+	# Its root is not the node's: uid 0 inside maps to another uid outside.
+	map=$(awk 'NR == 1 { print $1, $2 }' /proc/"$pid"/uid_map)
+	[ "${map% *}" = 0 ] && [ "${map#* }" != 0 ] || fail "not user-namespaced: uid_map $(cat /proc/"$pid"/uid_map)"
+	[ "$(finished users go-userns)" = Succeeded ] || fail "users/go-userns: $(kc -n users logs go-userns 2>&1 | tail -5)"
+	output=$(kc -n users logs -c app go-userns)
+	l=$(go_late)
+	echo "# users/go-userns: median $l us late (uid_map: $map)" >&3
+	[ "$l" -lt 600 ] || fail "users/go-userns: $l us late with the agent"
+	kc -n epollfix logs "$agent" -c epollfix-go-agent | grep -q "^epollfix agent: pid $pid (.*): attached$" ||
+		fail "the agent did not attach pid $pid: $(kc -n epollfix logs "$agent" -c epollfix-go-agent)"
+	unset HOST_USERS
 }
 
 @test "chart: a library that cannot load shows: an image volume without it (the pod runs, its log says so), a musl container not named musl (the pod fails, its log says why)" {
