@@ -16,9 +16,9 @@
 #ifndef EPOLLFIX_AGENT_READER_H
 #define EPOLLFIX_AGENT_READER_H
 
-#include <limits.h>
 #include <stdint.h>
 
+#include "agent_look.h"
 #include "agentsel.h"
 
 #define EF_READER_HUNG_MS 1000
@@ -28,40 +28,6 @@
  * 1678 reads each made 1 ms late, about 2 s. */
 #define EF_READER_SLOW_S 20
 #define EF_READER_BACKOFF_S 60
-
-enum ef_rq_kind {
-	EF_RQ_LOOK, /* is the process a Go program to serve, and where its runtime's variables are */
-	EF_RQ_WAKE, /* add the ring (sent with it) to its runtime's epoll set, beside its wake-up */
-};
-
-struct ef_rq {
-	uint32_t kind, tgid;
-	uint64_t gen;   /* the process's generation when asked (agent_bpf.h) */
-	uint64_t start; /* its start time when asked: a reused pid is another process */
-	/* WAKE: where runtime.epfd and the wake-up's variable are (load bias
-	 * applied), and the data of the wake-up item. */
-	uint64_t epfd, wake, tag;
-};
-
-/* LOOK's answers (r). */
-#define EF_LOOK_SERVE 1  /* a Go program of a known layout: attach it */
-#define EF_LOOK_NO 0     /* not for us: a verdict for this image, until `until` */
-#define EF_LOOK_AGAIN -1 /* looked at again later (mid-exec, a back-off) */
-
-struct ef_ra {
-	uint32_t kind, tgid;
-	uint64_t gen, start;
-	/* LOOK: EF_LOOK_*; WAKE: 0 done, else enum ef_go_wake_why or -1 (the
-	 * process changed). A request whose child was left blocked: -2. */
-	int32_t r;
-	int32_t fork;       /* LOOK, NO: it runs its parent's executable, not exec'd yet */
-	int32_t refused_go; /* LOOK, NO: a Go program that cannot be served (said when verbose) */
-	int32_t pad;
-	uint64_t until;     /* LOOK, NO: the verdict holds until (s, CLOCK_MONOTONIC + 1); 0: for good */
-	uint64_t sched, epfd, wake, tag; /* LOOK, SERVE: load bias applied */
-	char version[80];
-	char why[4 * PATH_MAX + 512]; /* LOOK: the verdict's words; WAKE: why not */
-};
 
 struct ef_reader;
 
