@@ -453,7 +453,9 @@ static int hinted_wait(enum ef_call call, int epfd, struct epoll_event *ev, int 
 			refused_then(why, r);
 	}
 	int err = errno;
-	ef_stats_count(my_slot(), call, timeout, (int)c->max_ms, o, r);
+	/* A poll (the deadline passed, before or after the check) is counted
+	 * with timeout 0, whatever the call said, as its debug line says. */
+	ef_stats_count(my_slot(), call, waited == 0 ? 0 : timeout, (int)c->max_ms, o, r);
 	fast_again();
 	if (ef_log_on(EF_LOG_DEBUG))
 		hint_debug_line(call, epfd, asked, waited, r);

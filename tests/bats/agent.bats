@@ -716,19 +716,27 @@ start_unit_agent() {
 	start_agent --via setpriv --bounding-set="-all,$caps" --inh-caps=-all -- "$@"
 }
 
-# most_ended LABEL [WAITS ENDED]: the agent's last report says it ended at
+# most_ended LABEL [WAITS ENDED [ARMED]]: the agent's last report says it ended at
 # least 90% of the netpoll waits it saw (since a report that counted WAITS
 # and ENDED), and at least $SERVED (150; emulated, where few sleeps reach the
 # netpoller, one). Emulated, the timerfd mechanism's share is one of time:
 # the agent arms each wait's timer after the kernel tells it the deadline,
 # and emulated under load it often does so after the wait's own 1 ms has
-# ended it (96-98.5% in a real-time guest alone here, 73-78% beside other
-# work; 99.96% natively): there, half.
+# ended it (96-98.5% in a real-time guest alone here, 36-78% beside other
+# work; 99.96% natively): there, its function is judged: 90% of the waits'
+# deadlines sent to the agent (since a report that counted ARMED), and some
+# waits ended.
 most_ended() {
-	local waits ended tenths=9
+	local waits ended armed
 	waits=$(($(counter waits) - ${2:-0})) ended=$(($(counter ended) - ${3:-0}))
-	[ -z "${EPOLLFIX_EMULATED:-}" ] || [ "$(counter mechanism)" != "mechanism timerfd" ] || tenths=5
-	[ "$ended" -ge "$SERVED" ] && [ $((ended * 10)) -ge $((waits * tenths)) ] ||
+	if [ -n "${EPOLLFIX_EMULATED:-}" ] && [ "$(counter mechanism)" = "mechanism timerfd" ]; then
+		armed=$(grep " agent: " "$log" | tail -1 | sed -n 's/.* \([0-9]*\) timers set at.*/\1/p')
+		armed=$((armed - ${4:-0}))
+		[ "$ended" -ge "$SERVED" ] && [ $((armed * 10)) -ge $((waits * 9)) ] ||
+			fail "$1: $ended of $waits waits ended, $armed deadlines sent: $(cat "$log")"
+		return 0
+	fi
+	[ "$ended" -ge "$SERVED" ] && [ $((ended * 10)) -ge $((waits * 9)) ] ||
 		fail "$1: $ended of $waits waits ended: $(cat "$log")"
 }
 
@@ -740,7 +748,7 @@ most_ended() {
 # only. tests/kernels/run runs it on 6.1 and 6.12, where auto is wakeup.
 @test "the service as shipped (auto, the unit's bounding set): the installed Go (1.26) and Go 1.27 programs served, 90% of their waits ended, no SIGURG; the agent's SIGSTOP and SIGKILL leave them running, exit 0" {
 	needs auto
-	local p seen mechanism waits ended
+	local p seen mechanism waits ended armed
 	for p in "local static" "go1.27.3 stripped-pie"; do
 		# shellcheck disable=SC2086 # release and variant
 		start_phases "$(own "$(prog $p phases)")"
@@ -754,10 +762,11 @@ most_ended() {
 		round 300
 		report
 		waits=$(counter waits) ended=$(counter ended)
+		armed=$(grep " agent: " "$log" | tail -1 | sed -n 's/.* \([0-9]*\) timers set at.*/\1/p')
 		round 300
 		[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$p: served: $output; $(cat "$log")"
 		report
-		most_ended "$p" "$waits" "$ended"
+		most_ended "$p" "$waits" "$ended" "$armed"
 		# The figures, in the TAP stream (tests/kernels/run keeps it).
 		echo "# $p: the agent ended $ended of $waits waits in the first round, then" \
 			"$(($(counter ended) - ended)) of $(($(counter waits) - waits)); $(counter mechanism)" >&3
@@ -1382,11 +1391,18 @@ wakers() {
 	as="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 	start_phases "$(prog go1.27.3 static phases)"
 	start_unit_agent attach --mechanism=wakeup "$prog_pid"
+	# Judged after a first round: the waker is made at the first wait, by
+	# the agent's reader, and given to the kernel (a wait for its programs:
+	# 79 waits of the first round in a sanitizer build beside the suite).
+	round 300
+	report
+	local waits ended
+	waits=$(counter waits) ended=$(counter ended)
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge 150 ] || fail "$output; $(cat "$log")"
 	! grep -q "no waker" "$log" || fail "$(cat "$log")"
 	report
-	most_ended "another user's program"
+	most_ended "another user's program" "$waits" "$ended"
 	# It loads there on kernels without the task-work kfunc too because its
 	# object declares no kfunc at all: one the kernel lacks would send
 	# libbpf to the modules' BTF, which these capabilities do not allow.

@@ -1071,7 +1071,7 @@ assert "--per-process" not in default and per == default + ["--per-process"], (d
 PY
 }
 
-@test "helm: agent.go.enabled adds the Go agent to the DaemonSet: \`epollfix agent --pods\`, privileged, its state shared with status; off by default" {
+@test "helm: agent.go.enabled adds the Go agent to the DaemonSet: \`epollfix agent --pods --mechanism=auto\`, privileged, its state shared with status; off by default" {
 	once
 	tool helm
 	validator
@@ -1094,7 +1094,8 @@ assert "epollfix-go-agent" not in names(off), names(off)
 assert not any(v["name"] == "agent-state" for v in off["volumes"]), off["volumes"]
 assert any(v["name"] == "agent-state" and "emptyDir" in v for v in on["volumes"]), on["volumes"]
 agent = next(c for c in on["containers"] if c["name"] == "epollfix-go-agent")
-assert agent["command"] == ["/bin/epollfix-agent", "agent", "--pods"], agent["command"]
+# The mechanism is auto unless the values name one (agent.go.mechanism).
+assert agent["command"] == ["/bin/epollfix-agent", "agent", "--pods", "--mechanism=auto"], agent["command"]
 assert agent["securityContext"]["privileged"] is True and on["hostPID"] is True, agent
 assert {"name": "agent-state", "mountPath": "/run/epollfix"} in agent["volumeMounts"], agent
 status = next(c for c in on["containers"] if c["name"] == "epollfix-status")

@@ -5,6 +5,7 @@
 #include "agent_reader.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #define QUEUE 128   /* requests under way at most, a child */
 #define LEFT 64     /* children left blocked, remembered to be reaped and said */
 #define CGROUPS 16  /* cgroups backed off */
+#define SLOW_MS 50  /* a child on one request this long: the other takes the next */
 
 struct ask {
 	struct ef_rq q;
@@ -268,14 +270,35 @@ static int queue(struct child *c, struct ask *k)
 	return 0;
 }
 
+/* Which child a process's requests go to: by its executable's path
+ * (/proc/PID/exe's link, which asks nothing of the file's own file system),
+ * so that every process of one executable goes to the same child. */
+static uint32_t exe_key(uint32_t tgid)
+{
+	char link[32], path[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/%u/exe", tgid);
+	ssize_t n = readlink(link, path, sizeof(path));
+	if (n <= 0)
+		return tgid;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (ssize_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)path[i]) * 16777619u;
+	return h;
+}
+
 int ef_reader_ask(struct ef_reader *r, const struct ef_rq *q, int ring)
 {
-	/* A process's own child (the verdicts it keeps are of the executables
-	 * it read), unless that one is busy and another idle. */
-	struct child *c = &r->c[q->tgid % CHILDREN];
-	for (int i = 0; i < CHILDREN; i++)
-		if (r->c[i].sock >= 0 && (c->sock < 0 || (c->n && !r->c[i].n)))
-			c = &r->c[i];
+	/* The executable's own child (the verdicts a child keeps are of the
+	 * executables it read: each is read once), unless that one is slow on
+	 * a request (a large file, a slow disk) and another is not. */
+	struct child *c = &r->c[exe_key(q->tgid) % CHILDREN];
+	uint64_t now = now_ms();
+	for (int i = 0; i < CHILDREN; i++) {
+		struct child *o = &r->c[i];
+		int slow = c->n && now - c->head_since >= SLOW_MS, other_slow = o->n && now - o->head_since >= SLOW_MS;
+		if (o->sock >= 0 && (c->sock < 0 || (slow && !other_slow)))
+			c = o;
+	}
 	if (c->sock < 0)
 		return -1;
 	struct ask k = { .q = *q, .ring = ring >= 0 ? fcntl(ring, F_DUPFD_CLOEXEC, 3) : -1 };
