@@ -49,6 +49,12 @@
  * for a process not chosen, a few milliseconds for a new executable read). */
 #define SCAN_ASKS 128
 #define WATCH_MS 250 /* the reader's progress looked at, while it has work */
+/* After execs that woke the agent, the queue is read again this much later:
+ * an exec within 100 ms of one that woke it does not wake it (the kernel's
+ * storm limit), and a launcher's exec of its program (env, an entrypoint's
+ * exec "$@") comes milliseconds after the launcher's own; without this look
+ * it waited for the next second. */
+#define FOLLOW_MS 20
 
 /* A process looked at and not attached (not Go, not chosen, refused): not
  * read again while it is the same process running the same image. */
@@ -148,6 +154,26 @@ static void remember(uint32_t pid, uint64_t start, uint64_t gen, uint64_t until)
 	A.next[A.nnext++] = (struct seen){ pid, start, gen, until };
 }
 
+/* Whether the process may be chosen, from what the loop may read itself
+ * (its executable's link, its cgroup file: procfs's own text): most of the
+ * machine's processes are not, and are never sent to the reader. attach's
+ * one process always may. */
+static int may_choose(uint32_t pid)
+{
+	static char cgroups[64 * 1024];
+	char link[32], exe[PATH_MAX];
+	ssize_t n = 0, len;
+	if (A.only)
+		return 1;
+	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
+	if ((len = readlink(link, exe, sizeof(exe) - 1)) <= 0)
+		return 1; /* the reader says why */
+	exe[len] = '\0';
+	if (ef_sel_needs_cgroup(&A.sel) && (n = ef_proc_read(pid, "cgroup", cgroups, sizeof(cgroups))) < 0)
+		n = 0;
+	return ef_sel_may_choose(&A.sel, pid, exe, cgroups, (size_t)n);
+}
+
 /* One process, in a scan: skipped when it has a record (read or being
  * read), or is what it was when last found not to be for us; late, past the
  * scan's share of the reader, not asked (the next scan does). */
@@ -162,8 +188,12 @@ static void scan_one(uint32_t pid, int late)
 		remember(pid, start, gen, s->until);
 		return;
 	}
-	if (!late)
+	if (late)
+		return;
+	if (may_choose(pid))
 		ef_served_look(A.sv, pid, gen);
+	else
+		remember(pid, start, gen, 0); /* not chosen: for this image */
 }
 
 static void scan(void)
@@ -228,15 +258,16 @@ static void on_event(uint32_t tgid, uint32_t kind, void *arg)
 		ef_served_drain(A.sv, tgid);
 	else if (A.only) /* attach_look's, after the batch */
 		A.exec_seen |= tgid == (uint32_t)A.only;
-	else
-		ef_served_exec(A.sv, tgid);
+	else if (ef_served_exec(A.sv, tgid, may_choose(tgid)) == 0 && !ef_served_has(A.sv, tgid))
+		not_for_us(tgid, ef_look_start(tgid), ef_abpf_generation(A.bpf, tgid), 0);
 }
 
-/* The events the kernel queued. */
-static void execs(void)
+/* The events the kernel queued: how many. */
+static int execs(void)
 {
-	ef_abpf_events(A.bpf, on_event, NULL);
+	int n = ef_abpf_events(A.bpf, on_event, NULL);
 	ef_served_commit(A.sv);
+	return n;
 }
 
 /* attach: asks the reader about the process unless it is attached or being
@@ -490,12 +521,14 @@ static int run(void)
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	int wfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	int xfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	struct itimerspec follow = { .it_value = { 0, FOLLOW_MS * 1000000L } };
 	/* Each second the state file; every RESCAN_SECONDS a scan; every
 	 * WATCH_MS the reader's progress. */
 	struct itimerspec every = { { 1, 0 }, { 1, 0 } };
 	struct itimerspec watch = { { 0, WATCH_MS * 1000000L }, { 0, WATCH_MS * 1000000L } };
-	if (ep < 0 || sfd < 0 || tfd < 0 || wfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0 ||
-	    timerfd_settime(wfd, 0, &watch, NULL) != 0 || !(A.rd = ef_reader_new(ep, &A.sel, A.only)) ||
+	if (ep < 0 || sfd < 0 || tfd < 0 || wfd < 0 || xfd < 0 || timerfd_settime(tfd, 0, &every, NULL) != 0 ||
+	    !(A.rd = ef_reader_new(ep, &A.sel, A.only)) ||
 	    !(A.sv = ef_served_new(A.bpf, A.rd,
 				   A.mech == EF_MECH_WAKEUP    ? EF_ITEM_RING
 				   : A.mech == EF_MECH_TIMERFD ? EF_ITEM_TIMERFD
@@ -509,7 +542,7 @@ static int run(void)
 	}
 	if (A.mech == EF_MECH_TIMERFD)
 		ef_abpf_on_deadline(A.bpf, ef_served_deadline, A.sv);
-	int fds[] = { sfd, tfd, wfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
+	int fds[] = { sfd, tfd, wfd, xfd, ef_abpf_events_fd(A.bpf), pfd, A.sig ? ef_asig_fd(A.sig) : -1 };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
 		if (fds[i] >= 0)
@@ -522,6 +555,7 @@ static int run(void)
 		scan();
 	ef_publish(A.bpf);
 	uint64_t seconds = 0;
+	int watching = 0;
 	while (!A.done) {
 		struct epoll_event ev[8];
 		int n = epoll_wait(ep, ev, 8, -1);
@@ -544,6 +578,11 @@ static int run(void)
 			} else if (fd == wfd) {
 				if (read(wfd, &ticks, sizeof(ticks)) > 0)
 					ef_reader_watch(A.rd, on_answer, NULL);
+				if (!ef_reader_pending(A.rd)) { /* idle: no tick */
+					struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+					timerfd_settime(wfd, 0, &off, NULL);
+					watching = 0;
+				}
 			} else if (fd == tfd) {
 				if (read(tfd, &ticks, sizeof(ticks)) <= 0)
 					continue;
@@ -552,6 +591,7 @@ static int run(void)
 				 * that woke it), then the rest a scan finds. */
 				execs();
 				ef_served_tick(A.sv);
+				ef_reader_watch(A.rd, on_answer, NULL); /* reaps readers left */
 				if ((seconds += ticks) >= RESCAN_SECONDS) {
 					seconds = 0;
 					if (A.only)
@@ -568,14 +608,21 @@ static int run(void)
 				}
 			} else if (A.sig && fd == ef_asig_fd(A.sig)) {
 				ef_asig_due(A.sig);
-			} else {
-				execs();
+			} else if (fd == xfd) {
+				if (read(xfd, &ticks, sizeof(ticks)) > 0)
+					execs();
+			} else if (execs() > 0) {
+				/* One follow-up a wake-up, at most (one-shot). */
+				timerfd_settime(xfd, 0, &follow, NULL);
 			}
 		}
 		if (A.exec_seen && !A.done) {
 			A.exec_seen = 0;
 			attach_look();
 		}
+		/* The reader's progress is watched while it has work, only. */
+		if (!watching && ef_reader_pending(A.rd) && timerfd_settime(wfd, 0, &watch, NULL) == 0)
+			watching = 1;
 	}
 	if (!A.status)
 		report(stderr);

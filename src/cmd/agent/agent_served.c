@@ -129,13 +129,17 @@ int ef_served_look(struct ef_served *s, uint32_t tgid, uint64_t gen)
 	return 0;
 }
 
-int ef_served_exec(struct ef_served *s, uint32_t tgid)
+int ef_served_exec(struct ef_served *s, uint32_t tgid, int look)
 {
 	uint64_t gen = ef_abpf_generation(s->b, tgid);
 	struct rec *x = find(s, tgid);
 	if (x && x->gen == gen)
 		return 0; /* read after this exec: what it found stands */
-	return ef_served_look(s, tgid, gen) == 0 ? 1 : -1;
+	if (look)
+		return ef_served_look(s, tgid, gen) == 0 ? 1 : -1;
+	if (x)
+		forget(s, x); /* the image it was of is gone */
+	return 0;
 }
 
 int ef_served_looked(struct ef_served *s, const struct ef_rq *q, const struct ef_ra *a)

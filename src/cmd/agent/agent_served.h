@@ -39,9 +39,10 @@ int ef_served_has(struct ef_served *s, uint32_t tgid);
  * owner backed off, or the reader's queue full: asked again by a scan). */
 int ef_served_look(struct ef_served *s, uint32_t tgid, uint64_t gen);
 /* tgid exec'd (the kernel's event): 0 when its record was read after that
- * exec (nothing to do); otherwise the record goes (its waker with it) and
- * it is looked at again: 1 asked, -1 not. */
-int ef_served_exec(struct ef_served *s, uint32_t tgid);
+ * exec (nothing to do); otherwise the record goes (its waker with it) and,
+ * with look, it is looked at again: 1 asked, -1 not; without (the loop
+ * knows it is not chosen), 0. */
+int ef_served_exec(struct ef_served *s, uint32_t tgid, int look);
 
 /* A LOOK's answer: 1 attached; 0 a verdict for this image (not for us, the
  * caller's to remember, a->why its words); -1 none (stale, or looked at

@@ -171,6 +171,23 @@ static int line_chosen(const char *path, size_t n, int v2, void *arg)
 	return 0;
 }
 
+int ef_sel_may_choose(const struct ef_sel *s, long pid, const char *exe, const char *cgroups,
+		      size_t len)
+{
+	if (s->all)
+		return 1;
+	for (int i = 0; i < s->npath; i++)
+		if (strncmp(exe, s->path[i], strlen(s->path[i])) == 0)
+			return 1;
+	if (!ef_sel_needs_cgroup(s))
+		return 0;
+	if (ef_cgroup_lines(cgroups, len, line_chosen, (void *)s))
+		return 1;
+	struct ef_pod pod;
+	char path[4096];
+	return s->pods && ef_pod_from_cgroups(pid, cgroups, len, &pod, path, sizeof(path));
+}
+
 int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char *cgroups,
 		  size_t len)
 {

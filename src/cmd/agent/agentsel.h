@@ -37,6 +37,14 @@ int ef_sel_needs_cgroup(const struct ef_sel *s);
 int ef_sel_chosen(const struct ef_sel *s, long pid, const char *exe, const char *cgroups,
 		  size_t len);
 
+/* 0 when the process is certainly not chosen, from what reading it cannot
+ * block on (its executable's path as its link names it, its cgroup file:
+ * the kernel's own text): the agent's loop asks its reader about no other.
+ * 1 when it may be (ef_sel_chosen then reads the rest: the file at exe, its
+ * environment). */
+int ef_sel_may_choose(const struct ef_sel *s, long pid, const char *exe, const char *cgroups,
+		      size_t len);
+
 /* Whether exe, the path /proc/PID/exe gives (the process's own mount
  * namespace's), names in this one the file the process runs (the same device
  * and inode): --path's choice is of the files this namespace holds there. */
