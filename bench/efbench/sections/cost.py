@@ -124,6 +124,19 @@ def cost(b):
     return "\n".join(md)
 
 
+
+def strace_lines(b, cmd, outf):
+    """Runs cmd (an strace writing outf) at the section's slack; outf's lines,
+    without strace's "resumed" halves."""
+    env = b.env(False, None)
+    env["EPOLLFIX_SLACK"] = SLACK
+    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
+    with open(outf) as f:
+        return [ln for ln in f if "resumed>" not in ln]
+
 def syscalls_per_wait(b):
     """strace of asyncio sleeping 700 µs over and over: the system calls the
     library makes per upgraded wait."""
@@ -136,14 +149,7 @@ def syscalls_per_wait(b):
     cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp",
            "-E", f"LD_PRELOAD={b.lib}", b.py, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"),
            "700e-6", str(sleeps)]
-    env = b.env(False, None)
-    env["EPOLLFIX_SLACK"] = SLACK
-    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
-    with open(outf) as f:
-        lines = [ln for ln in f if "resumed>" not in ln]
+    lines = strace_lines(b, cmd, outf)
     calls = [("pwait2" if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln else
               "probe" if "epoll_pwait2(-1" in ln else
               "lower" if f"PR_SET_TIMERSLACK, {SLACK_NS})" in ln else
@@ -198,14 +204,7 @@ def kept_slack(b, sleeps):
     cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp",
            "-E", f"LD_PRELOAD={b.lib}", b.py, "-c", script, str(SLACK_NS),
            os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"), "700e-6", str(sleeps)]
-    env = b.env(False, None)
-    env["EPOLLFIX_SLACK"] = SLACK
-    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
-    with open(outf) as f:
-        lines = [ln for ln in f if "resumed>" not in ln]
+    lines = strace_lines(b, cmd, outf)
     n = sum(1 for ln in lines if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln)
     if not n:
         raise Failed("strace: no upgraded wait")
