@@ -1439,13 +1439,17 @@ wakers() {
 	start_phases "$(own "$(prog go1.27.3 static phases)")"
 	for i in $(seq 50); do grep -q "pid $prog_pid (.*): attached$" "$log" && break; sleep 0.1; done
 	grep -q "pid $prog_pid (.*): attached$" "$log" || fail "not attached: $(cat "$log")"
+	round 300 # its first wait asks for the waker
+	report
+	local waits ended
+	waits=$(counter waits) ended=$(counter ended)
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge 150 ] || fail "$output; $(cat "$log")"
 	[ "$(wakers "$prog_pid")" = 1 ] || fail "no waker in the epoll set"
 	[ "$(field sigurg)" = 0 ] || fail "$output"
 	end_phases
 	report
-	most_ended "started after the agent"
+	most_ended "started after the agent" "$waits" "$ended"
 }
 
 @test "--mechanism=wakeup: thirty Go programs that begin at once are each given their waker within their first sleeps" {
