@@ -125,12 +125,14 @@ def cost(b):
 
 
 
-def strace_lines(b, cmd, outf):
-    """Runs cmd (an strace writing outf) at the section's slack; outf's lines,
-    without strace's "resumed" halves."""
+def strace_lines(b, cmd, outf, **extra):
+    """Runs cmd (an strace writing outf) at the section's slack, with the
+    variables in extra; outf's lines, without strace's "resumed" halves."""
     env = b.env(False, None)
     env["EPOLLFIX_SLACK"] = SLACK
-    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} {' '.join(cmd)}\n")
+    env.update(extra)
+    said = "".join(f" {k}={v}" for k, v in extra.items())
+    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK}{said} {' '.join(cmd)}\n")
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise Failed(f"strace: {p.stderr.strip()[-300:]}")
@@ -238,15 +240,7 @@ def under_enable(b, sleeps):
     cmd = ["strace", "-f", "-o", outf, "-e", "trace=prctl,epoll_wait,epoll_pwait2,seccomp,fstat,newfstatat,pread64",
            b.py, "-c", script, b.lib, os.path.join(ROOT, "tests", "progs", "asyncio_sleep.py"), "700e-6",
            str(sleeps)]
-    env = b.env(False, None)
-    env["EPOLLFIX_SLACK"] = SLACK
-    env["PYTHONPATH"] = site
-    b.log.write(f"{b.seq:04d} strace: EPOLLFIX_SLACK={SLACK} PYTHONPATH={site} {' '.join(cmd)}\n")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise Failed(f"strace: {p.stderr.strip()[-300:]}")
-    with open(outf) as f:
-        lines = [ln for ln in f if "resumed>" not in ln]
+    lines = strace_lines(b, cmd, outf, PYTHONPATH=site)
     held = re.compile(r"(pread64|fstat|newfstatat)\((25[6-9]|2[6-9][0-9]|[3-9][0-9][0-9]|[0-9]{4,}),")
     n = sum(1 for ln in lines if "epoll_pwait2(" in ln and "epoll_pwait2(-1" not in ln)
     if not n:
