@@ -166,8 +166,14 @@ static int may_choose(uint32_t pid)
 	if (A.only)
 		return 1;
 	snprintf(link, sizeof(link), "/proc/%u/exe", pid);
-	if ((len = readlink(link, exe, sizeof(exe) - 1)) <= 0)
-		return 1; /* the reader says why */
+	if ((len = readlink(link, exe, sizeof(exe) - 1)) <= 0) {
+		/* Gone already (most of an exec storm's short lives: their
+		 * look would cost the reader's wake-up and the agent's for
+		 * its answer); else the reader says why. */
+		int gone = errno == ENOENT;
+		snprintf(link, sizeof(link), "/proc/%u", pid);
+		return !(gone && access(link, F_OK) != 0);
+	}
 	exe[len] = '\0';
 	if (ef_sel_needs_cgroup(&A.sel) && (n = ef_proc_read(pid, "cgroup", cgroups, sizeof(cgroups))) < 0)
 		n = 0;
