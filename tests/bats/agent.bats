@@ -1173,6 +1173,69 @@ fuse_noflush() {
 	rmdir "$root/epollfix-test-$n"
 }
 
+@test "a program that swaps the word the agent reads (its runtime's epoll fd) to a file on a FUSE file system whose FLUSH never answers: that file is never taken (no FLUSH from the agent's side), the program is said once and runs on; another program is served; SIGTERM ends the agent within 2 s" {
+	# The mechanisms that take the file at that word: wakeup, else timerfd.
+	local m=wakeup swap i pid hit= p ms start
+	applies wakeup || m=timerfd
+	needs "$m"
+	swap=$(own "$(prog local dynamic swapword)")
+	fuse_noflush "$(prog local static sleeps)"
+	"$cmd" agent --mechanism="$m" --path="$mine/" 2>"$log" 4>&- &
+	agent_pid=$!
+	track_pid "$agent_pid"
+	sleep 1 # loaded and scanned
+	# Its word names the file on the FUSE file system from 20-160 us into
+	# each of its first 3 waits of 950 us (tests/progs/go/swapword) to
+	# 300 us before their end: the first is the wait at which the agent is
+	# asked for its waker and reads the word. It may lose that race (the
+	# agent read the word before the swap, or after): up to 12 programs,
+	# 0.3 s each, the swap's delay a different one each time (half of them
+	# or more win it here). Each one's exit sends its own FLUSH, and waits
+	# for the file system's end (teardown).
+	for i in $(seq 12); do
+		rm -f "$BATS_TEST_TMPDIR/start"
+		mkfifo "$BATS_TEST_TMPDIR/start"
+		exec 5<>"$BATS_TEST_TMPDIR/start"
+		SWAP_AFTER_NS=$((20000 << (i % 4))) "$swap" "$BATS_TEST_TMPDIR/mnt/prog" 950us 300 <&5 >/dev/null \
+			2>"$BATS_TEST_TMPDIR/swap.$i" 4>&- &
+		pid=$!
+		track_pid "$pid"
+		await_attached "$pid" # before its first wait: it waits for a line
+		echo go >&5
+		exec 5>&-
+		for _ in $(seq 100); do
+			grep -q "^swapped\|fatal error" "$BATS_TEST_TMPDIR/swap.$i" && break
+			sleep 0.1
+		done
+		if grep -q "pid $pid: no waker: the file at its runtime's epoll fd is not an epoll set; its waits keep their own 1 ms$" "$log"; then
+			hit=$i
+			break
+		fi
+	done
+	[ -n "$hit" ] || fail "$m: the swapped word never read in 12 programs: $(cat "$log") $(cat "$BATS_TEST_TMPDIR"/swap.*)"
+	echo "# $m: the swapped word read in program $hit of 12" >&3
+	# Not served, not harmed: it ran its sleeps out, and is said once.
+	grep -q "^swapped [1-9]" "$BATS_TEST_TMPDIR/swap.$hit" || fail "$(cat "$BATS_TEST_TMPDIR/swap.$hit")"
+	[ "$(grep -c "pid $pid: no waker" "$log")" = 1 ] || fail "$(cat "$log")"
+	# Nothing of the agent's sent a FLUSH (only the programs' own exits):
+	# the file was never taken.
+	for p in $(sed -n 's/^flush pending from pid //p' "$BATS_TEST_TMPDIR/fuse.log"); do
+		[ "$p" != "$agent_pid" ] && [ "$(cat /proc/"$p"/comm 2>/dev/null)" != epollfix-read ] ||
+			fail "a FLUSH from the agent's side ($p): $(cat "$BATS_TEST_TMPDIR/fuse.log")"
+	done
+	start_phases "$(own "$(prog local static phases)")"
+	await_attached "$prog_pid"
+	round 300 # its first wait makes its waker
+	round 300
+	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge "$SERVED" ] || fail "not served: $output; $(cat "$log")"
+	start=$(date +%s%N)
+	kill "$agent_pid"
+	wait "$agent_pid" || true
+	ms=$(ms_since "$start")
+	[ "$ms" -lt 2000 ] || fail "SIGTERM acted on after $ms ms: $(cat "$log")"
+	end_phases
+}
+
 @test "a process the agent cannot serve (a PIE that unmapped its first page) has its executable read once, not at every scan" {
 	needs any
 	command -v strace >/dev/null || skip_missing "no strace"

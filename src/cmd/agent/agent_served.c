@@ -13,6 +13,7 @@
 
 #include "agent_bpf.h"
 #include "agent_reader.h"
+#include "gowake.h"
 #include "agent_signal.h"
 #include "agent_wake.h"
 #include "look.h"
@@ -199,8 +200,10 @@ void ef_served_woke(struct ef_served *s, const struct ef_rq *q, const struct ef_
 	}
 	ef_waker_close(&x->w);
 	/* The process changed (an exec comes), or left blocked (not again):
-	 * not mended. Otherwise asked again after 1, 2, 4, 8 s. */
-	x->tries = a->r < 0 ? MEND_TRIES : x->tries + 1;
+	 * not mended; nor one whose runtime's epoll fd names another kind of
+	 * file, which no Go runtime does (a process that swapped the word: said
+	 * at once). Otherwise asked again after 1, 2, 4, 8 s. */
+	x->tries = a->r < 0 || a->r == EF_GO_WAKE_NOT_EPOLL ? MEND_TRIES : x->tries + 1;
 	x->next_try = now_s() + (1u << (x->tries < MEND_TRIES ? x->tries - 1 : 0));
 	if (x->tries >= MEND_TRIES && a->r != -1 && s->verbose)
 		fprintf(stderr, "epollfix agent: pid %u: no waker: %s; its waits keep their own 1 ms\n",
