@@ -501,7 +501,7 @@ deb_files() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's/x86_64-linux-gnu/AR
 
 # One guest for both: Debian 12's arm64 6.12 kernel under qemu-system-aarch64
 # (emulated: 10-20 s here), with its own arm64 userland (scripts/kernel-guest).
-@test "arm64 guest: the arm64 .deb's library, command and python3-epollfix, and the aarch64 wheel's enable() and command, upgrade waits" {
+@test "arm64 guest: the arm64 .deb's library, command and python3-epollfix, the aarch64 wheel's enable() and command, and the arm64 image's command upgrade waits" {
 	need_cross
 	version=$(project_version)
 	arm=$PKG_OUT/deb-arm64 guest=$PKG_OUT/arm64-guest
@@ -515,11 +515,14 @@ deb_files() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's/x86_64-linux-gnu/AR
 		dpkg-deb -x "$arm/${p}_${version}_arm64.deb" "$guest/deb"
 	done
 	cd "$EPOLLFIX_SRC"
+	# And the arm64 image's files (containers.bats builds the image itself).
+	run scripts/package-image --arch arm64 "$guest/image"
+	assert_success
 	run scripts/kernel-guest --timeout 600 6.12-arm64 sh tests/kernels/arm64-packages \
-		"$guest/deb" "$guest/wheel" "$EPOLLFIX_SRC/build-arm64"
+		"$guest/deb" "$guest/wheel" "$guest/image" "$EPOLLFIX_SRC/build-arm64" "$EPOLLFIX_SRC/build-arm64-musl"
 	[ "$status" != 77 ] || skip_missing "no arm64 guest: $(tail -1 <<<"$output")"
 	assert_success
 	refute_output --partial "not ok"
 	# Every test ran (the guest's console may end its lines with \r).
-	[ "$(grep -c '^ok ' <<<"$output")" = 5 ] || fail "not 5 tests passed: $output"
+	[ "$(grep -c '^ok ' <<<"$output")" = 7 ] || fail "not 7 tests passed: $output"
 }
