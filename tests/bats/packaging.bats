@@ -453,6 +453,11 @@ deb_files() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's/x86_64-linux-gnu/AR
 	done
 	run dpkg-deb -f "$arm/libepollfix_${version}_arm64.deb" Depends
 	assert_output --regexp '^libc6 \(>= 2\.[0-9]+\)$'
+	run dpkg-deb -I "$arm/libepollfix_${version}_arm64.deb" conffiles
+	assert_output /etc/epollfix.conf
+	# No unit, so no maintainer script that would enable one.
+	run dpkg-deb -I "$arm/epollfix_${version}_arm64.deb"
+	refute_output --regexp ' (conffiles|postinst|prerm|postrm) '
 	# Its binaries are aarch64's.
 	dpkg-deb -x "$arm/libepollfix_${version}_arm64.deb" "$BATS_TEST_TMPDIR/lib"
 	dpkg-deb -x "$arm/epollfix_${version}_arm64.deb" "$BATS_TEST_TMPDIR/lib"
