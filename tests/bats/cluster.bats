@@ -442,6 +442,36 @@ served_go() {
 	echo "# the agent's log: $(grep 'attached' <<<"$log" | sed 's/^epollfix agent: //' | tr '\n' ';')" >&3
 }
 
+@test "Go agent on the mechanism of real-time kernels (timerfd) and on the signal mechanism, each forced: Go pods started directly and through an entrypoint are served by the node's agent (50 us sleeps; its log names them)" {
+	local m agent p l phase log
+	for m in timerfd signal; do
+		"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism="$m" >/dev/null 2>&1 ||
+			skip_missing "the $m mechanism does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism="$m" 2>&1 | tail -1)"
+		# The last mechanism's release out first (its agent detaches as it ends).
+		"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null 2>&1 || true
+		install_go_agent --set agent.go.mechanism="$m"
+		namespace shop
+		agent=$(agent_ready)
+		kc -n epollfix get pod "$agent" -o jsonpath='{.spec.containers[?(@.name=="epollfix-go-agent")].command}' |
+			grep -q -- "--mechanism=$m" || fail "the agent was not started with --mechanism=$m"
+		pod shop go-static true go-sleeps 2000
+		pod shop go-entry true entrypoint:go-sleeps 2000
+		for p in go-static go-entry; do
+			phase=$(finished shop "$p")
+			[ "$phase" = Succeeded ] || fail "$m: shop/$p: $phase $(kc -n shop logs "$p" 2>&1 | tail -5)"
+			output=$(kc -n shop logs -c app "$p")
+			l=$(go_late)
+			echo "# $m: shop/$p: median $l us late" >&3
+			echo "shop/$p ($m) $l" >>"$BATS_FILE_TMPDIR/lateness"
+			[ "$l" -lt 600 ] || fail "$m: shop/$p: $l us late with the agent"
+		done
+		log=$(kc -n epollfix logs "$agent" -c epollfix-go-agent)
+		[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 2 ] ||
+			fail "$m: not two attached go-sleeps (go-static, go-entry) in the agent's log: $log"
+		! grep -q "no waker" <<<"$log" || fail "$m: a waker not made: $log"
+	done
+}
+
 @test "Go agent: a rollout restart of the agent's DaemonSet under a Go server's load: every request answered, restart count 0, the new agent serves the running process again (its log, its counters by pod, the sleeps)" {
 	install_go_agent
 	namespace shop
