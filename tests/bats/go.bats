@@ -76,6 +76,28 @@ need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 	refute_output --partial "Go program"
 }
 
+# The reason an x86-64 command gives for an arm64 Go program: the supervisor's
+# filter and the agent's BPF programs know x86-64's system calls and
+# registers only (src/cmd/gobinary/goarch.c).
+arm64_refusal="built for aarch64; this command serves x86-64 programs"
+
+@test "--check, go-image: an arm64 Go program is refused, saying why, never supervised (Go 1.19, 1.22, installed, 1.27: static, cgo, PIE, stripped)" {
+	[ "$(uname -m)" = x86_64 ] || skip "the command is not built for x86-64"
+	local r v p
+	for r in go1.19 go1.22.12 local go1.27.3; do
+		for v in static dynamic pie stripped stripped-pie; do
+			p=$(prog "$r" "arm64-$v" sleeps)
+			run "$cmd" --check "$p"
+			assert_failure 1
+			assert_line --regexp "^program: +.*/arm64-$v/sleeps is a Go program \(go1\.[0-9.]+\): $arm64_refusal: its own timers stay at whole milliseconds$"
+			refute_output --partial "supervised"
+			# The tests' reader says the same after what it read.
+			run "$cmd" go-image "$p"
+			assert_output --partial "($arm64_refusal)"
+		done
+	done
+}
+
 @test "a stripped Go program whose runtime code is not read (built -N -l) runs untouched, with one line saying why" {
 	run --separate-stderr "$cmd" --stats="$report" "$(prog local stripped-noopt sleeps)" 100us 50
 	assert_success
