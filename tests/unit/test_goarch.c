@@ -29,10 +29,11 @@ Test(goarch, a_command_built_for_another_architecture_serves_none)
 	static const unsigned programs[] = { EM_X86_64, EM_AARCH64, EM_RISCV, 0, 4242 };
 	for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++) {
 		cr_expect_str_eq(refusal(programs[i], EM_AARCH64),
-				 "not served on aarch64 (the supervisor's filter and code reader are x86-64 only)");
-		cr_expect_str_eq(refusal(programs[i], EM_NONE),
-				 "not served on this architecture (the supervisor's filter and code reader are "
+				 "not served on aarch64 (the supervisor's filter and the agent's BPF programs are "
 				 "x86-64 only)");
+		cr_expect_str_eq(refusal(programs[i], EM_NONE),
+				 "not served on this architecture (the supervisor's filter and the agent's BPF "
+				 "programs are x86-64 only)");
 	}
 }
 

@@ -56,7 +56,7 @@ int ef_go_arch_refuses(unsigned program, unsigned command, struct ef_buf *out)
 		ef_fmt(out, "%s", "this architecture");
 	else
 		name(out, command);
-	ef_fmt(out, "%s", " (the supervisor's filter and code reader are x86-64 only)");
+	ef_fmt(out, "%s", " (the supervisor's filter and the agent's BPF programs are x86-64 only)");
 	return 1;
 }
 
