@@ -52,6 +52,45 @@ char LICENSE[] SEC("license") = "GPL";
 #define NSEC_PER_MSEC 1000000ULL
 #define BPF_F_TIMER_ABS_ (1ULL << 0) /* Linux 6.7; older vmlinux.h lack it */
 
+/* The registers a thread in a system call saved (bpf_task_pt_regs), read by
+ * the number of the call and its arguments. One source and one vmlinux.h
+ * (the build machine's) for both architectures: each one's struct pt_regs
+ * is declared here under a flavour of its own (CO-RE ignores the "___"
+ * suffix and finds the fields in the running kernel's BTF, anonymous unions
+ * included), with only the fields read. Not bpf_tracing.h's PT_REGS_*_CORE:
+ * on arm64 they read struct user_pt_regs, which an x86 vmlinux.h lacks, and
+ * it has no macro for the call's number. epoll_pwait's number is the
+ * architecture's own (no table is shared: x86-64 281, arm64 22). */
+#if defined(__TARGET_ARCH_x86)
+/* The number in orig_ax, the arguments in di, si, dx, r10, r8. In the
+ * kernel's order, up to orig_ax: the object's offsets before relocation are
+ * then the kernel's too, as when it read vmlinux.h's x86 struct pt_regs. */
+struct pt_regs___ef_x86 {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di;
+	unsigned long orig_ax;
+} __attribute__((preserve_access_index));
+#define NR_EPOLL_PWAIT 281
+#define SYSCALL_NR(r) BPF_CORE_READ((struct pt_regs___ef_x86 *)(r), orig_ax)
+#define SYSCALL_ARG1(r) BPF_CORE_READ((struct pt_regs___ef_x86 *)(r), di)
+#define SYSCALL_ARG4(r) BPF_CORE_READ((struct pt_regs___ef_x86 *)(r), r10)
+#define SYSCALL_ARG5(r) BPF_CORE_READ((struct pt_regs___ef_x86 *)(r), r8)
+#elif defined(__TARGET_ARCH_arm64)
+/* The number in syscallno; the first argument in orig_x0 (x0, regs[0], is
+ * the return value's), the others in regs[1..5]. */
+struct pt_regs___ef_arm64 {
+	__u64 regs[31];
+	__u64 orig_x0;
+	__s32 syscallno;
+} __attribute__((preserve_access_index));
+#define NR_EPOLL_PWAIT 22
+#define SYSCALL_NR(r) BPF_CORE_READ((struct pt_regs___ef_arm64 *)(r), syscallno)
+#define SYSCALL_ARG1(r) BPF_CORE_READ((struct pt_regs___ef_arm64 *)(r), orig_x0)
+#define SYSCALL_ARG4(r) BPF_CORE_READ((struct pt_regs___ef_arm64 *)(r), regs[3])
+#define SYSCALL_ARG5(r) BPF_CORE_READ((struct pt_regs___ef_arm64 *)(r), regs[4])
+#else
+#error "built for x86-64 or arm64 only: -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64"
+#endif
+
 /* The kernel's functions (kfuncs), resolved at load; weak: only the task
  * work program calls them, and it is not loaded on a kernel without them.
  * The object for the wake-up and signal mechanisms (EF_NO_KFUNCS, Linux
@@ -233,13 +272,11 @@ static int work_done(struct bpf_map *map, void *key, void *value)
 	return 0;
 }
 
-/* The thread sleeps in epoll_pwait(epfd, ..., 1, NULL): x86_64's system call
- * number and argument registers (di, si, dx, r10, r8). */
+/* The thread sleeps in epoll_pwait(epfd, ..., 1, NULL). */
 static __always_inline int in_netpoll_wait(struct pt_regs *regs, __s32 epfd)
 {
-	return BPF_CORE_READ(regs, orig_ax) == EF_BPF_NR_EPOLL_PWAIT &&
-	       (__s32)BPF_CORE_READ(regs, di) == epfd && BPF_CORE_READ(regs, r10) == 1 &&
-	       BPF_CORE_READ(regs, r8) == 0;
+	return SYSCALL_NR(regs) == NR_EPOLL_PWAIT && (__s32)SYSCALL_ARG1(regs) == epfd &&
+	       SYSCALL_ARG4(regs) == 1 && SYSCALL_ARG5(regs) == 0;
 }
 
 static int timer_fired(void *map, __u32 *key, struct thread *t)
@@ -322,8 +359,7 @@ static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
 	if (preempt || prev->__state != TASK_INTERRUPTIBLE)
 		return -1;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (BPF_CORE_READ(regs, orig_ax) != EF_BPF_NR_EPOLL_PWAIT || BPF_CORE_READ(regs, r10) != 1 ||
-	    BPF_CORE_READ(regs, r8) != 0)
+	if (SYSCALL_NR(regs) != NR_EPOLL_PWAIT || SYSCALL_ARG4(regs) != 1 || SYSCALL_ARG5(regs) != 0)
 		return -1;
 	count(EF_BC_WAITS, p);
 	if (bpf_probe_read_user(&epfd, sizeof(epfd), (void *)p->epfd_addr) != 0 ||
@@ -331,7 +367,7 @@ static __always_inline int netpoll_wait(bool preempt, struct task_struct *prev,
 		count(EF_BC_UNREADABLE, p);
 		return -1;
 	}
-	if ((__s32)BPF_CORE_READ(regs, di) != epfd) {
+	if ((__s32)SYSCALL_ARG1(regs) != epfd) {
 		count(EF_BC_OTHER_FD, p);
 		return -1;
 	}

@@ -7,7 +7,6 @@
 
 #define EF_BPF_MAX_PROCS 4096
 #define EF_BPF_MAX_THREADS 16384
-#define EF_BPF_NR_EPOLL_PWAIT 281 /* x86_64 */
 /* The exec events' ring buffer, and how full it wakes the agent: below, the
  * agent reads it on its own each second (16 bytes an event). */
 #define EF_BPF_EVENTS_SIZE (64 * 1024)

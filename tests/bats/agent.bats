@@ -263,6 +263,16 @@ served_round() {
 	done
 }
 
+@test "the kernel side reads this architecture's system call number and arguments: a C program shaped like Go's netpoller, attached by hand" {
+	needs signal
+	# Its netpoll waits taken as such, on another fd counted as such, with
+	# another timeout or a signal mask not looked at (tests/progs/netpoll_regs.c;
+	# the arm64 guests run it too: tests/kernels/arm64-agent).
+	run "$EPOLLFIX_BUILD/tests/progs/ef-netpoll-regs" 50
+	echo "$output"
+	[ "$status" = 0 ] || fail "ef-netpoll-regs: exit status $status"
+}
+
 @test "the task-work program is the one built for this kernel's name of the kfunc: it calls that name and declares no other" {
 	needs taskwork
 	command -v bpftool >/dev/null || skip_missing "no bpftool"

@@ -401,15 +401,34 @@ served_go() {
 	echo "# agent: $(grep -c . <<<"$pods") epollfix series for 2 injected pods" >&3
 }
 
-@test "Go agent on the mechanism of kernels 5.15-6.17 (wakeup, forced): static, stripped and entrypoint-started Go pods that opt in are served by the node's agent (50 us sleeps; its log names them), one it cannot read is named and left alone, the same image without the annotation is not touched" {
-	"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism=wakeup >/dev/null 2>&1 ||
-		skip_missing "the wakeup mechanism does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism=wakeup 2>&1 | tail -1)"
-	install_go_agent --set agent.go.mechanism=wakeup
+# forced_go_agent MECHANISM: the chart's Go agent forced to MECHANISM (the
+# test skipped, saying why, where it does not apply here), the namespace shop
+# made anew; $agent, its pod, once Ready.
+forced_go_agent() {
+	"$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism="$1" >/dev/null 2>&1 ||
+		skip_missing "the $1 mechanism does not apply here: $("$EPOLLFIX_BUILD/src/epollfix-agent-static" agent --check --mechanism="$1" 2>&1 | tail -1)"
+	install_go_agent --set agent.go.mechanism="$1"
 	namespace shop
-	local agent p l phase log
 	agent=$(agent_ready)
 	kc -n epollfix get pod "$agent" -o jsonpath='{.spec.containers[?(@.name=="epollfix-go-agent")].command}' |
-		grep -q -- '--mechanism=wakeup' || fail "the agent was not started with --mechanism=wakeup"
+		grep -q -- "--mechanism=$1" || fail "the agent was not started with --mechanism=$1"
+}
+
+# go_pod_late POD [WHAT]: $l, the median lateness in us of the Go sleeps of
+# shop/POD, once it Succeeded (else fails); said, and kept for the report.
+go_pod_late() {
+	local phase
+	phase=$(finished shop "$1")
+	[ "$phase" = Succeeded ] || fail "${2:-}shop/$1: $phase $(kc -n shop logs "$1" 2>&1 | tail -5)"
+	output=$(kc -n shop logs -c app "$1")
+	l=$(go_late)
+	echo "# ${2:-}shop/$1: median $l us late" >&3
+	echo "shop/$1${2:+ (${2%: })} $l" >>"$BATS_FILE_TMPDIR/lateness"
+}
+
+@test "Go agent on the mechanism of kernels 5.15-6.17 (wakeup, forced): static, stripped and entrypoint-started Go pods that opt in are served by the node's agent (50 us sleeps; its log names them), one it cannot read is named and left alone, the same image without the annotation is not touched" {
+	local agent p l log
+	forced_go_agent wakeup
 	pod shop go-static true go-sleeps 2000
 	pod shop go-stripped true go-sleeps-stripped 2000
 	# An image's entrypoint script: its shell's exec "$@", then the program.
@@ -417,12 +436,7 @@ served_go() {
 	pod shop go-noopt true go-sleeps-noopt 1000
 	pod shop go-off false go-sleeps 1000
 	for p in go-static go-stripped go-entry go-noopt go-off; do
-		phase=$(finished shop "$p")
-		[ "$phase" = Succeeded ] || fail "shop/$p: $phase $(kc -n shop logs "$p" 2>&1 | tail -5)"
-		output=$(kc -n shop logs -c app "$p")
-		l=$(go_late)
-		echo "# shop/$p: median $l us late" >&3
-		echo "shop/$p $l" >>"$BATS_FILE_TMPDIR/lateness"
+		go_pod_late "$p"
 		case $p in
 		go-static | go-stripped | go-entry) [ "$l" -lt 600 ] || fail "shop/$p: $l us late with the agent" ;;
 		*) [ "$l" -gt 900 ] || fail "shop/$p: only $l us late without the agent" ;;
@@ -440,6 +454,25 @@ served_go() {
 	grep -q '(/usr/local/bin/go-sleeps-noopt, go[0-9.]*): not attached: ' <<<"$log" ||
 		fail "the agent's log does not say why go-sleeps-noopt was not attached: $log"
 	echo "# the agent's log: $(grep 'attached' <<<"$log" | sed 's/^epollfix agent: //' | tr '\n' ';')" >&3
+}
+
+@test "Go agent on the mechanism of real-time kernels (timerfd) and on the signal mechanism, each forced: Go pods started directly and through an entrypoint are served by the node's agent (50 us sleeps; its log names them)" {
+	local m agent p l log
+	for m in timerfd signal; do
+		# The last mechanism's release out first (its agent detaches as it ends).
+		"$EPOLLFIX_SRC/tests/kubernetes/cluster" uninstall "$BATS_FILE_TMPDIR/cluster" >/dev/null 2>&1 || true
+		forced_go_agent "$m"
+		pod shop go-static true go-sleeps 2000
+		pod shop go-entry true entrypoint:go-sleeps 2000
+		for p in go-static go-entry; do
+			go_pod_late "$p" "$m: "
+			[ "$l" -lt 600 ] || fail "$m: shop/$p: $l us late with the agent"
+		done
+		log=$(kc -n epollfix logs "$agent" -c epollfix-go-agent)
+		[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 2 ] ||
+			fail "$m: not two attached go-sleeps (go-static, go-entry) in the agent's log: $log"
+		! grep -q "no waker" <<<"$log" || fail "$m: a waker not made: $log"
+	done
 }
 
 @test "Go agent: a rollout restart of the agent's DaemonSet under a Go server's load: every request answered, restart count 0, the new agent serves the running process again (its log, its counters by pod, the sleeps)" {

@@ -76,6 +76,28 @@ need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 	refute_output --partial "Go program"
 }
 
+# The reason an x86-64 command gives for an arm64 Go program: the supervisor's
+# filter and the agent's BPF programs know x86-64's system calls and
+# registers only (src/cmd/gobinary/goarch.c).
+arm64_refusal="built for aarch64; this command serves x86-64 programs"
+
+@test "--check, go-image: an arm64 Go program is refused, saying why, never supervised (Go 1.19, 1.22, installed, 1.27: static, cgo, PIE, stripped)" {
+	[ "$(uname -m)" = x86_64 ] || skip "the command is not built for x86-64"
+	local r v p
+	for r in go1.19 go1.22.12 local go1.27.3; do
+		for v in static dynamic pie stripped stripped-pie; do
+			p=$(prog "$r" "arm64-$v" sleeps)
+			run "$cmd" --check "$p"
+			assert_failure 1
+			assert_line --regexp "^program: +.*/arm64-$v/sleeps is a Go program \(go1\.[0-9.]+\): $arm64_refusal: its own timers stay at whole milliseconds$"
+			refute_output --partial "supervised"
+			# The tests' reader says the same after what it read.
+			run "$cmd" go-image "$p"
+			assert_output --partial "($arm64_refusal)"
+		done
+	done
+}
+
 @test "a stripped Go program whose runtime code is not read (built -N -l) runs untouched, with one line saying why" {
 	run --separate-stderr "$cmd" --stats="$report" "$(prog local stripped-noopt sleeps)" 100us 50
 	assert_success
@@ -504,6 +526,33 @@ start_ready() {
 	run "$cmd" go-image "$(prog local stripped-noopt sleeps)"
 	assert_failure 1
 	assert_output --partial "stripped: no .symtab, and no addresses from the runtime's code ("
+}
+
+@test "go-image: an arm64 program's addresses read from its code are those of .symtab, nm and a stripped copy, and it is not served (Go 1.19, 1.22, installed, 1.27: static, cgo, cgo PIE, stripped)" {
+	command -v nm >/dev/null || skip_missing "no nm (binutils)"
+	command -v aarch64-linux-gnu-strip >/dev/null ||
+		skip_missing "no aarch64-linux-gnu-strip (binutils-aarch64-linux-gnu)"
+	local r v p a c n
+	for r in go1.19 go1.22.12 local go1.27.3; do
+		for v in static dynamic pie; do
+			p=$(prog "$r" "arm64-$v" sleeps)
+			n=$(nm "$p" | awk '$3 == "runtime.sched" { s = $1 } $3 == "runtime.epfd" { e = $1 }
+				$3 ~ /^runtime\.netpoll(EventFd|BreakRd)$/ { sub("runtime.", "", $3); w = $3 "=0x" $1 }
+				END { printf "sched=0x%s epfd=0x%s %s", s, e, w }' | sed 's/=0x0*/=0x/g')
+			a=$("$cmd" go-image "$p") || fail "$r $v: $a"
+			c=$("$cmd" go-image --code "$p") || fail "$r $v: $c"
+			[[ "$c" == "go1."*" code $n "*"($arm64_refusal)" ]] || fail "$r $v: code: $c; nm: $n"
+			[ "${c/ code / symtab }" = "${a/ code / symtab }" ] || fail "$r $v: .symtab: $a; code: $c"
+			aarch64-linux-gnu-strip -o "$BATS_TEST_TMPDIR/stripped" "$p"
+			a=$("$cmd" go-image "$BATS_TEST_TMPDIR/stripped") || fail "$r $v stripped: $a"
+			[ "$a" = "$c" ] || fail "$r $v: stripped: $a; code: $c"
+		done
+		for v in stripped stripped-pie; do
+			run "$cmd" go-image "$(prog "$r" "arm64-$v" sleeps)"
+			assert_success
+			assert_output --regexp "^go1\.[0-9.]+ code sched=0x[0-9a-f]+ epfd=0x[0-9a-f]+ netpoll(EventFd|BreakRd)=0x[0-9a-f]+( tag=0)? \($arm64_refusal\)$"
+		done
+	done
 }
 
 # forge SRC DST N [MAGIC]: a copy of the stripped Go program SRC whose .gopclntab

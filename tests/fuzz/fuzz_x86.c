@@ -5,25 +5,14 @@
  * fewer does not), and name registers 0-15. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "x86.h"
-
-/* A failed check aborts: libFuzzer reports it as a crash. */
-static void check(int ok)
-{
-	if (!ok)
-		abort();
-}
+#include "hostile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size > 4096)
-		size = 4096;
-	/* An exact-size copy, so AddressSanitizer sees any read past the end. */
-	uint8_t *p = malloc(size ? size : 1);
-	memcpy(p, data, size);
+	uint8_t *p = hostile_copy(data, &size);
 	for (size_t at = 0; at < size; at++) {
 		struct ef_x86 x, y;
 		if (ef_x86_decode(p + at, size - at, 0x400000 + at, &x) != 0)

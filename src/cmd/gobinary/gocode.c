@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arm64.h"
 #include "gopclntab.h"
 #include "x86.h"
 
@@ -52,15 +53,16 @@ static int only(const struct set *a, const struct set *b, uint64_t *out)
 	return n == 1 ? 0 : -1;
 }
 
-/* What a function's code says, by kind of operand. */
+/* What a function's code says, by kind of operand: x86-64's, and arm64's
+ * (gocode.h) after the slash. */
 struct uses {
-	struct set lea;	   /* LEAQ x(RIP), r: the address taken */
-	struct set st32;   /* MOVL r, x(RIP) */
-	struct set st64;   /* MOVQ r, x(RIP) */
-	struct set load;   /* MOVL/MOVQ/MOVLQSX x(RIP), r */
-	struct set cmp_m1; /* CMPL x(RIP), $-1 */
-	struct set xchg64; /* XCHGQ r, (r2) with r2 just loaded by LEAQ x(RIP), r2 */
-	struct set call00; /* CALL f with RAX and RBX just zeroed: f(nil, 0) (register ABI) */
+	struct set lea;	   /* LEAQ x(RIP), r / ADRP+ADD (or ADR) r, r then used as a value: &x */
+	struct set st32;   /* MOVL r, x(RIP) / STR w */
+	struct set st64;   /* MOVQ r, x(RIP) / STR x */
+	struct set load;   /* MOVL/MOVQ/MOVLQSX x(RIP), r / LDR w, LDR x, LDRSW, LDAR */
+	struct set cmp_m1; /* CMPL x(RIP), $-1 / a 32-bit load, then CMN of it with 1 */
+	struct set xchg64; /* XCHGQ r, (r2) with r2 just loaded by LEAQ x(RIP), r2 / SWP x, STLR x */
+	struct set call00; /* CALL f with RAX and RBX just zeroed / BL f with R0 and R1: f(nil, 0) */
 };
 
 /* The register an instruction zeroes (XOR r, r; MOV $0, r32), or -1. */
@@ -122,7 +124,7 @@ static int keeps_addresses(const struct ef_x86 *x, int *dst)
 #define BIT(m, i) ((m)[(i) >> 3] & (1u << ((i)&7)))
 #define SET(m, i) ((m)[(i) >> 3] |= (uint8_t)(1u << ((i)&7)))
 
-/* Walks code[0..size), loaded at start, twice: the first pass checks that
+/* Walks x86-64 code[0..size), loaded at start, twice: the first pass checks that
  * every byte decodes and every branch inside lands on an instruction; the
  * second gathers the operands, forgetting what registers hold at each branch
  * target. 0, or -1 when the code is not understood. */
@@ -203,6 +205,115 @@ static int walk(const uint8_t *code, uint32_t size, uint64_t start, struct uses 
 	return 0;
 }
 
+/* arm64's Go assembler reaches a variable through R27 (REGTMP): ADRP R27,
+ * then a load or store at R27 plus the variable's offset in its page, or an
+ * ADD R27 first. Code compiled for dynamic linking (Go 1.19's PIE) reaches
+ * it through another register: ADRP+ADD, then a load or store at it. An
+ * address is taken (the program's own `&v`) where a register holding it,
+ * made by ADRP+ADD or ADR, is used as a value: stored, compared, computed
+ * with (arm64.h's uses). */
+#define A64_REGTMP 27
+
+/* Walks arm64 code[0..size), loaded at start (gocode.h): each instruction a
+ * word, so none can be misread as the middle of another. Which registers
+ * hold an address (ADRP, ADR, then ADD), a 32-bit variable just loaded, or
+ * 0 is forgotten at each branch target, after an unconditional branch or a
+ * return, and when an instruction may write the register (any instruction
+ * not understood may write all). 0, or -1 for code that is not whole
+ * words. */
+static int walk_a64(const uint8_t *code, uint32_t size, uint64_t start, struct uses *u)
+{
+	uint8_t target[MAX_CODE / 4 / 8];
+	struct ef_a64 x;
+
+	if (size % 4 || start % 4)
+		return -1;
+	memset(target, 0, sizeof(target));
+	for (uint32_t at = 0; at < size; at += 4) {
+		ef_a64_decode(code + at, start + at, &x);
+		if ((x.kind == EF_A64_BRANCH || x.kind == EF_A64_CALL) && x.target >= start &&
+		    x.target < start + size)
+			SET(target, (x.target - start) / 4);
+	}
+	uint64_t holds[32], loaded[32];
+	/* valid: registers holding an address (of a page, after ADRP); full:
+	 * the whole address (ADR, ADD) */
+	uint32_t valid = 0, full = 0, valid32 = 0, zero = 0;
+	memset(u, 0, sizeof(*u));
+	for (uint32_t at = 0; at < size; at += 4) {
+		if (BIT(target, at / 4))
+			valid = full = valid32 = zero = 0;
+		ef_a64_decode(code + at, start + at, &x);
+		for (uint32_t taken = x.uses & full & ~(1u << A64_REGTMP); taken; taken &= taken - 1)
+			add(&u->lea, holds[__builtin_ctz(taken)]);
+		uint32_t rn = 1u << x.rn, rm = 1u << x.rm;
+		int based = x.rn != 31 && (valid & rn);
+		uint64_t a = based ? holds[x.rn] + (uint64_t)x.imm : 0, got = 0;
+		int has = 0, zeroed = 0, now32 = 0;
+		switch (x.kind) {
+		case EF_A64_ADRP:
+			got = x.target, has = 1;
+			break;
+		case EF_A64_ADR:
+			got = x.target, has = 2;
+			break;
+		case EF_A64_ADD_IMM:
+			if (based)
+				got = a, has = 2;
+			break;
+		case EF_A64_LOAD:
+			if (based && (x.size == 4 || x.size == 8))
+				add(&u->load, a);
+			now32 = based && x.size == 4;
+			break;
+		case EF_A64_STORE:
+			if (based && (x.size == 4 || x.size == 8))
+				add(x.size == 8 ? &u->st64 : &u->st32, a);
+			break;
+		case EF_A64_STLR:
+		case EF_A64_SWP:
+			if (based && x.size == 8)
+				add(&u->xchg64, holds[x.rn]);
+			break;
+		case EF_A64_CMN1:
+			if (x.rn != 31 && (valid32 & rn))
+				add(&u->cmp_m1, loaded[x.rn]);
+			break;
+		case EF_A64_CALL:
+			if ((zero & 3) == 3)
+				add(&u->call00, x.target);
+			break;
+		case EF_A64_MOVZ0:
+			zeroed = 1;
+			break;
+		case EF_A64_MOV:
+			zeroed = x.rm == 31 || (zero & rm);
+			break;
+		default:
+			break;
+		}
+		valid &= ~x.writes;
+		full &= ~x.writes;
+		valid32 &= ~x.writes;
+		zero &= ~x.writes;
+		if (x.rd < 31 && has) {
+			holds[x.rd] = got;
+			valid |= 1u << x.rd;
+			if (has == 2)
+				full |= 1u << x.rd;
+		}
+		if (x.rd < 31 && zeroed)
+			zero |= 1u << x.rd;
+		if (x.rt < 31 && now32) {
+			loaded[x.rt] = a;
+			valid32 |= 1u << x.rt;
+		}
+		if (x.kind == EF_A64_STOP || (x.kind == EF_A64_BRANCH && !x.cond))
+			valid = full = valid32 = zero = 0; /* what follows is reached by a branch, if at all */
+	}
+	return 0;
+}
+
 /* The code of f, read from the executable segment that holds it whole. */
 static int read_code(const struct ef_file *e, const struct ef_load *loads, unsigned n,
 		     const struct ef_go_func *f, uint8_t *code)
@@ -266,9 +377,16 @@ int ef_go_code_vars(const struct ef_file *e, struct ef_go_vars *v, const char **
 	if (ef_go_pcln_find(e, f, NFUNCS, &v->pcln_magic, why) != 0)
 		goto out;
 	unsigned n = ef_file_loads(e, loads, MAX_LOADS);
+	/* The machine's walker: the table's quantum was the machine's already. */
+	int (*walker)(const uint8_t *, uint32_t, uint64_t, struct uses *) =
+		e->machine == EM_X86_64 ? walk : e->machine == EM_AARCH64 ? walk_a64 : NULL;
+	if (!walker) {
+		*why = "runtime code of a machine not read";
+		goto out;
+	}
 	for (int k = 0; k < NFUNCS; k++)
 		if (read_code(e, loads, n, &f[k], code) != 0 ||
-		    walk(code, (uint32_t)(f[k].end - f[k].start), f[k].start, &u[k]) != 0) {
+		    walker(code, (uint32_t)(f[k].end - f[k].start), f[k].start, &u[k]) != 0) {
 			*why = "runtime code not understood";
 			goto out;
 		}

@@ -1,8 +1,11 @@
 /* The Go runtime's addresses read from its code, for a binary without
  * .symtab (`-ldflags='-s -w'`, strip): the functions are found by name in
  * .gopclntab (gopclntab.h), and their RIP-relative operands decoded
- * (x86.h). Each address must come out of the code of Go 1.19 to 1.27 in one
- * way only, and agree between the two functions that use it:
+ * (x86.h), or on arm64 the addresses their ADRP, ADD and loads and stores
+ * make (arm64.h; the instructions named below have their arm64 twins in
+ * gocode.c's struct uses). Each address must come out of the code of Go
+ * 1.19 to 1.27 in one way only, and agree between the two functions that
+ * use it:
  *
  * - runtime.epfd: the one variable runtime.netpoll compares with -1
  *   (`if epfd == -1`) and the one 32-bit variable runtime.netpollinit stores

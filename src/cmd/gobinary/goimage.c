@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "goarch.h"
 #include "gocode.h"
 #include "gopclntab.h"
 #include "maps.h"
@@ -25,6 +26,7 @@ const char *ef_go_why_text(enum ef_go_why why)
 		[EF_GO_UNKNOWN_RELEASE] = "runtime layout unknown for this release",
 		[EF_GO_NO_SYMBOLS] = "runtime symbols missing from .symtab",
 		[EF_GO_TOO_COSTLY] = "too costly to read (over 256 MiB or 500 ms of CPU: a forged file)",
+		[EF_GO_OTHER_ARCH] = "of a machine this command does not serve",
 	};
 	return why < EF_GO_WHY_COUNT ? text[why] : "?";
 }
@@ -165,8 +167,9 @@ static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img
 	return EF_GO_OK;
 }
 
-/* What the file says: read_bounded counts what it costs. */
-static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *img, int code)
+/* What the file says: read_bounded counts what it costs. With facts (the
+ * tests' go-image), a program of a machine not served is read on. */
+static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *img, int code, int facts)
 {
 	static const char *const names[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd",
 					     "runtime.netpollBreakRd" };
@@ -174,7 +177,14 @@ static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *im
 	uint64_t off, addr, size;
 	if (ef_file_section(e, ".go.buildinfo", &off, &addr, &size) != 0)
 		return EF_GO_NOT_GO;
-	if (build_version(e, img->version, sizeof(img->version)) != 0)
+	int version = build_version(e, img->version, sizeof(img->version));
+	/* The machine first: whatever else the file says, a program of one not
+	 * served is refused for that, and costs no further reading. */
+	img->machine = e->machine;
+	struct ef_buf says = EF_BUF(img->says);
+	if (!facts && ef_go_arch_refused(e->machine, &says))
+		return EF_GO_OTHER_ARCH;
+	if (version != 0)
 		return EF_GO_NO_VERSION;
 	img->minor = release_minor(img->version);
 	if (img->minor < EF_GO_MINOR_MIN)
@@ -198,7 +208,7 @@ static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *im
 	return EF_GO_OK;
 }
 
-static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, int (*stop)(void))
+static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, int facts, int (*stop)(void))
 {
 	struct ef_file e;
 	struct ef_budget b;
@@ -208,7 +218,7 @@ static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, in
 		return EF_GO_NOT_ELF;
 	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_CPU_MS, stop);
 	e.budget = &b;
-	enum ef_go_why why = read_image(&e, img, code);
+	enum ef_go_why why = read_image(&e, img, code, facts);
 	if (b.spent) { /* whatever it found before: not read whole */
 		*img->says = '\0';
 		return EF_GO_TOO_COSTLY;
@@ -216,19 +226,14 @@ static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, in
 	return why;
 }
 
-enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int code)
-{
-	return read_bounded(fd, img, code, NULL);
-}
-
 enum ef_go_why ef_go_image_read_until(int fd, struct ef_go_image *img, int (*stop)(void))
 {
-	return read_bounded(fd, img, 0, stop);
+	return read_bounded(fd, img, 0, 0, stop);
 }
 
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
 {
-	return ef_go_image_read_as(fd, img, 0);
+	return read_bounded(fd, img, 0, 0, NULL);
 }
 
 int ef_go_image_main(int argc, char **argv)
@@ -244,16 +249,22 @@ int ef_go_image_main(int argc, char **argv)
 		return 1;
 	}
 	struct ef_go_image img;
-	enum ef_go_why why = ef_go_image_read_as(fd, &img, code);
+	enum ef_go_why why = read_bounded(fd, &img, code, 1, NULL);
 	close(fd);
+	/* The verdict the command's other paths give (goarch.h), after the facts. */
+	char arch[160] = "";
+	struct ef_buf ab = EF_BUF(arch);
+	int refused = why != EF_GO_NOT_ELF && why != EF_GO_NOT_GO && ef_go_arch_refused(img.machine, &ab);
 	if (why != EF_GO_OK) {
-		fprintf(stderr, "%s: %s\n", argv[1 + code], ef_go_image_says(&img, why));
+		fprintf(stderr, "%s: %s%s%s%s\n", argv[1 + code], ef_go_image_says(&img, why),
+			refused ? " (" : "", arch, refused ? ")" : "");
 		return 1;
 	}
-	printf("%s %s sched=%#llx epfd=%#llx %s=%#llx%s\n", img.version,
+	printf("%s %s sched=%#llx epfd=%#llx %s=%#llx%s%s%s%s\n", img.version,
 	       img.from_code ? "code" : "symtab", (unsigned long long)img.sched,
 	       (unsigned long long)img.epfd, img.wake_eventfd ? "netpollEventFd" : "netpollBreakRd",
-	       (unsigned long long)img.wake, img.nil_tag ? " tag=0" : "");
+	       (unsigned long long)img.wake, img.nil_tag ? " tag=0" : "", refused ? " (" : "",
+	       arch, refused ? ")" : "");
 	return 0;
 }
 

@@ -45,12 +45,14 @@ enum ef_go_why {
 	EF_GO_UNKNOWN_RELEASE,
 	EF_GO_NO_SYMBOLS,
 	EF_GO_TOO_COSTLY, /* its reading passed EF_GO_READ_BYTES or EF_GO_READ_CPU_MS, or was stopped */
+	EF_GO_OTHER_ARCH, /* a Go program this command does not serve, by machine (goarch.h) */
 	EF_GO_WHY_COUNT
 };
 
 struct ef_go_image {
 	char version[80]; /* "go1.22.12", "devel go1.27-abc...", "go1.26.8 X:nodwarf5": printable ASCII only */
 	int minor;
+	unsigned machine;      /* e_machine: EM_X86_64, EM_AARCH64... */
 	int pie;               /* ET_DYN: addresses move by the load bias */
 	uint64_t first_vaddr;  /* the lowest PT_LOAD's address and offset */
 	uint64_t first_offset;
@@ -79,24 +81,26 @@ uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded, the whole reading within EF_GO_READ_BYTES and
  * EF_GO_READ_CPU_MS). EF_GO_OK, or why the supervisor cannot act on it;
- * img->version is filled whenever the release could be read. */
+ * img->version is filled whenever the release could be read. A Go program
+ * of a machine this command does not serve (goarch.h) is EF_GO_OTHER_ARCH,
+ * its runtime not read further. */
 enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
 
 /* The same, ended at once (EF_GO_TOO_COSTLY) when stop, if not NULL, returns
  * nonzero: the agent's pending SIGTERM. */
 enum ef_go_why ef_go_image_read_until(int fd, struct ef_go_image *img, int (*stop)(void));
 
-/* The same; with from_code, the addresses come from the code even when
- * .symtab has them (`epollfix go-image --code`, which the tests compare). */
-enum ef_go_why ef_go_image_read_as(int fd, struct ef_go_image *img, int from_code);
 
 /* What ef_go_image_read found, in a few words: ef_go_why_text(why), or more
  * for a stripped binary (where its addresses came from, or why none did). */
 const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why);
 
 /* `epollfix go-image [--code] PROGRAM`, for tests: its release, where its
- * addresses come from and the addresses, one line; 1 and the reason when
- * there are none. Not documented for users. */
+ * addresses come from and the addresses, one line; with --code, from the
+ * code even when .symtab has them, which the tests compare. A program of a
+ * machine this command does not serve is read all the same, its line ending
+ * with why it is not served. 1 and the reason when there are none. Not
+ * documented for users. */
 int ef_go_image_main(int argc, char **argv);
 
 /* The load bias of process pid running img (its executable's inode ino):

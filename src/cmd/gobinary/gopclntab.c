@@ -81,15 +81,24 @@ struct pcln {
 	unsigned nmd; /* module data found pointing at it: one is right */
 };
 
+/* The instruction quantum the table's header names (minLC: the unit of its
+ * pc deltas, cmd/internal/sys's MinLC) for the file's machine: 1 on x86-64,
+ * 4 on arm64 (fixed-width instructions); 0 for a machine whose code is not
+ * read. */
+static unsigned quantum(const struct ef_file *e)
+{
+	return e->machine == EM_X86_64 ? 1 : e->machine == EM_AARCH64 ? 4 : 0;
+}
+
 static int header(const struct ef_file *e, struct pcln *t)
 {
 	uint8_t h[HEADER_SIZE];
 	if (t->size < HEADER_SIZE || ef_file_read(e, h, sizeof(h), t->off) != 0)
 		return -1;
-	/* pad1, pad2 0; minLC 1 (x86's instruction quantum); ptrSize 8 */
+	/* pad1, pad2 0; minLC the machine's quantum; ptrSize 8 */
 	t->magic = u32(h);
-	if ((t->magic != EF_GO_PCLN_GO118 && t->magic != EF_GO_PCLN_GO120) || h[4] || h[5] || h[6] != 1 ||
-	    h[7] != 8)
+	if ((t->magic != EF_GO_PCLN_GO118 && t->magic != EF_GO_PCLN_GO120) || h[4] || h[5] ||
+	    !quantum(e) || h[6] != quantum(e) || h[7] != 8)
 		return -1;
 	t->nfunc = u64(h + 8);
 	t->text_start = u64(h + 24);
@@ -167,7 +176,7 @@ static int header_ok(const struct ef_file *e, struct pcln *t)
 static int locate(const struct ef_file *e, struct pcln *t, const char **why)
 {
 	/* either magic's last three bytes, pads, minLC, ptrSize */
-	static const uint8_t magic[7] = { 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	const uint8_t magic[7] = { 0xff, 0xff, 0xff, 0, 0, (uint8_t)quantum(e), 8 };
 	struct ef_load loads[MAX_LOADS];
 	struct pcln c[MAX_CANDIDATES];
 	struct win w;

@@ -8,7 +8,8 @@
  * the runtime checks: up to 1.19 the header's textStart is always stored
  * and equal to moduledata's text; from 1.20 it may be 0 (1.26 stores 0).
  * The magic found is given back, so that the release may be checked
- * against it. The file is another process's: every offset is bounded, and
+ * against it. The header's instruction quantum must be the file's
+ * machine's: x86-64's 1 or arm64's 4 (no other machine's code is read). The file is another process's: every offset is bounded, and
  * the checks the runtime makes of its own table at start-up
  * (moduledataverify1) are made here too. */
 #ifndef EPOLLFIX_GOPCLNTAB_H

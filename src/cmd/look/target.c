@@ -75,6 +75,7 @@ int ef_file_open(int fd, struct ef_file *e)
 			return -1;
 		e->is64 = 1;
 		e->type = h.e_type;
+		e->machine = h.e_machine;
 		e->phoff = h.e_phoff;
 		e->shoff = h.e_shoff;
 		e->phnum = h.e_phnum;
@@ -87,6 +88,7 @@ int ef_file_open(int fd, struct ef_file *e)
 		if (read_at(fd, &h32, sizeof(h32), 0) != 0)
 			return -1;
 		e->type = h32.e_type;
+		e->machine = h32.e_machine;
 		e->phoff = h32.e_phoff;
 		e->shoff = h32.e_shoff;
 		e->phnum = h32.e_phnum;

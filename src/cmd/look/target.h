@@ -37,9 +37,11 @@ struct ef_file {
 	uint64_t phoff, shoff;
 	unsigned phnum, shnum, shstrndx, phentsize, shentsize;
 	unsigned type; /* e_type: ET_EXEC, ET_DYN (PIE) */
+	unsigned machine; /* e_machine: EM_X86_64, EM_AARCH64... */
 };
 
-/* 0 when fd is an ELF file of this machine's byte order; -1 otherwise. */
+/* 0 when fd is an ELF file of this machine's byte order (of any machine:
+ * e->machine says which); -1 otherwise. */
 int ef_file_open(int fd, struct ef_file *e);
 
 /* 1 when the file has a PT_INTERP: a dynamic loader runs for it. */
