@@ -166,6 +166,53 @@ profile_run() {
 		"$mount/bin $mount/bin/epollfix $agent$mount/glibc $mount/glibc/libepollfix.so $mount/musl $mount/musl/libepollfix.so "
 }
 
+# The image for mixed node pools: one name, a manifest list of an amd64 and
+# an arm64 image, each node pulling its own. The arm64 files come from the
+# aarch64 cross builds; the build runs nothing, so no emulation is needed.
+@test "image, two architectures: package-image --manifest builds linux/amd64 and linux/arm64 under one manifest list, each image's files its architecture's" {
+	local f
+	for f in build-arm64/src/libepollfix.so build-arm64-musl/src/libepollfix.so build-arm64-musl/src/epollfix-static; do
+		[ -f "$EPOLLFIX_SRC/$f" ] || skip_missing "no $f (scripts/build-arm64, which scripts/build runs)"
+	done
+	local name=localhost/epollfix-test/epollfix:multi arch mnt want agent
+	run env PODMAN="$pm" "$EPOLLFIX_SRC/scripts/package-image" --manifest "$name" "$BATS_TEST_TMPDIR/image"
+	assert_success
+	run "$pm" manifest inspect "$name"
+	assert_success
+	local list=$output
+	run python3 -c 'import json, sys
+for m in json.load(sys.stdin)["manifests"]:
+    print(m["platform"]["os"] + "/" + m["platform"]["architecture"], m["digest"])' <<<"$list"
+	assert_success
+	assert_equal "$(cut -d' ' -f1 <<<"$output" | sort | tr '\n' ' ')" "linux/amd64 linux/arm64 "
+	local digests=$output
+	for arch in amd64 arm64; do
+		# The list's entry is this image.
+		run "$pm" image inspect --format '{{.Os}}/{{.Architecture}} {{.Digest}}' "$name-$arch"
+		assert_success
+		assert_equal "$output" "$(grep "^linux/$arch " <<<"$digests")"
+		# Its files, of its architecture (the Go agent in the amd64 image,
+		# when the glibc build has it: its BPF side is x86-64's).
+		mnt=$("$pm" image mount "$name-$arch")
+		agent=
+		[ "$arch" = arm64 ] || [ ! -f "$EPOLLFIX_SRC/build/src/epollfix-agent-static" ] || agent="./bin/epollfix-agent "
+		run bash -c "cd '$mnt' && find . -type f | sort | tr '\n' ' '"
+		assert_output "./bin/epollfix $agent./glibc/libepollfix.so ./musl/libepollfix.so "
+		want=$([ "$arch" = amd64 ] && echo x86-64 || echo 'ARM aarch64')
+		run bash -c "cd '$mnt' && file bin/* glibc/libepollfix.so musl/libepollfix.so"
+		"$pm" image unmount "$name-$arch" >/dev/null
+		[ "$(grep -c "ELF 64-bit LSB [a-z ]*, $want," <<<"$output")" = "$(wc -l <<<"$output")" ] || fail "$arch: $output"
+	done
+	# The chart's pods name the image by the list's one name (repository:tag),
+	# never an architecture's own image.
+	grep -qF '{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}' \
+		"$CHART/templates/_helpers.tpl" || fail "the chart's image reference is not repository:tag"
+	run bash -c "cat '$CHART/templates/daemonset.yaml' '$CHART/templates/mutatingadmissionpolicy.yaml' |
+		grep -v '^ *#' | grep -E '(image|reference):'"
+	assert_success
+	refute_output --regexp 'amd64|arm64'
+}
+
 @test "chart, image volume: LD_PRELOAD as the policy sets it loads the library into a glibc and a musl program" {
 	# The container's variable, as the policy gives it (the program is the
 	# container's command): its report and the maps of a process of it say

@@ -400,3 +400,134 @@ in_host_ns() { # in_host_ns SCRIPT: bash -c SCRIPT with the namespace's /etc
 	assert_rounded
 	assert_equal "$(grep -c 'RuntimeWarning: epollfix.reexec(): the library is still not loaded' <<<"$stderr")" 1
 }
+
+# The arm64 packages, cross-built from the same tree with Debian's
+# gcc-aarch64-linux-gnu and the arm64 headers scripts/build-arm64 unpacks
+# (scripts/build makes both): a missing cross build is a skip, a failure in CI.
+need_cross() {
+	command -v aarch64-linux-gnu-gcc >/dev/null ||
+		skip_missing "no aarch64-linux-gnu-gcc (gcc-aarch64-linux-gnu: scripts/install-deps)"
+	[ -f "$EPOLLFIX_SRC/build/kernels/arm64/sysroot.ini" ] && [ -f "$EPOLLFIX_SRC/build-arm64/src/libepollfix.so" ] ||
+		skip_missing "no aarch64 cross build (scripts/build-arm64, which scripts/build runs)"
+}
+
+# The files of a package, the multiarch triplet made ARCH.
+deb_files() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's/x86_64-linux-gnu/ARCH/; s/aarch64-linux-gnu/ARCH/'; }
+
+@test "deb arm64: cross-built, the amd64 packages' files and fields but the agent's; lintian has no E: or W:" {
+	need_debian_tools
+	need_cross
+	cd "$EPOLLFIX_SRC"
+	version=$(project_version)
+	for p in libepollfix epollfix python3-epollfix; do
+		[ -f "$deb_dir/${p}_${version}_amd64.deb" ] || fail "no amd64 $p: the build test failed"
+	done
+	run scripts/package-deb --arch arm64
+	assert_success
+	arm=$PKG_OUT/deb-arm64
+	for p in libepollfix epollfix python3-epollfix; do
+		assert_output --partial "$arm/${p}_${version}_arm64.deb"
+	done
+	# libepollfix-dev is architecture-independent: the native build's.
+	refute_output --partial libepollfix-dev
+	run grep -E '^[EW]: ' "$arm/lintian.txt"
+	assert_failure
+	for p in libepollfix epollfix python3-epollfix; do
+		amd=$deb_dir/${p}_${version}_amd64.deb deb=$arm/${p}_${version}_arm64.deb
+		assert_equal "$(dpkg-deb -f "$deb" Architecture)" arm64
+		# The same files, but epollfix's agent unit and its options' file
+		# (the agent is built on amd64 only).
+		run diff <(deb_files "$amd") <(deb_files "$deb")
+		if [ "$p" = epollfix ]; then
+			assert_equal "$(grep '^<' <<<"$output" | sort | tr '\n' ' ')" \
+				"< ./etc/ < ./etc/default/ < ./etc/default/epollfix-agent < ./lib/ < ./lib/systemd/ < ./lib/systemd/system/ < ./lib/systemd/system/epollfix-agent.service "
+			refute_output --regexp '^>'
+		else
+			assert_success
+		fi
+		# The same fields but the size and the architecture, and libbpf,
+		# which only the agent links.
+		run diff <(dpkg-deb -f "$amd" | grep -vE '^(Architecture|Installed-Size):' | sed 's/ libbpf1 ([^)]*),//') \
+			<(dpkg-deb -f "$deb" | grep -vE '^(Architecture|Installed-Size):')
+		assert_success
+	done
+	run dpkg-deb -f "$arm/libepollfix_${version}_arm64.deb" Depends
+	assert_output --regexp '^libc6 \(>= 2\.[0-9]+\)$'
+	run dpkg-deb -I "$arm/libepollfix_${version}_arm64.deb" conffiles
+	assert_output /etc/epollfix.conf
+	# No unit, so no maintainer script that would enable one.
+	run dpkg-deb -I "$arm/epollfix_${version}_arm64.deb"
+	refute_output --regexp ' (conffiles|postinst|prerm|postrm) '
+	# Its binaries are aarch64's.
+	dpkg-deb -x "$arm/libepollfix_${version}_arm64.deb" "$BATS_TEST_TMPDIR/lib"
+	dpkg-deb -x "$arm/epollfix_${version}_arm64.deb" "$BATS_TEST_TMPDIR/lib"
+	run file -L "$BATS_TEST_TMPDIR/lib/usr/lib/aarch64-linux-gnu/libepollfix.so" "$BATS_TEST_TMPDIR/lib/usr/bin/epollfix"
+	[ "$(grep -c 'ELF 64-bit LSB .*ARM aarch64' <<<"$output")" = 2 ] || fail "$output"
+	assert_tree_clean
+}
+
+@test "wheel aarch64: cross-built, tagged manylinux for the glibc its binaries need; pip takes it for an aarch64 CPython 3.11" {
+	need_cross
+	"$py" -c 'import venv, ensurepip' 2>/dev/null || skip "no venv module (python3-venv)"
+	[ "$(python3 -c 'import sys; print(sys.version_info[:2] == (3, 11))')" = True ] ||
+		skip "python3 is not 3.11, the version of Debian 12's arm64 CPython headers"
+	cd "$EPOLLFIX_SRC"
+	run scripts/package-wheel --arch aarch64
+	assert_success
+	whl=${lines[-1]}
+	[[ "$whl" == "$PKG_OUT"/wheel-aarch64/dist/epollfix-*-cp311-cp311-manylinux_2_*_aarch64.whl ]] ||
+		fail "not a manylinux aarch64 cp311 wheel: $whl"
+	"$py" -m zipfile -e "$whl" "$BATS_TEST_TMPDIR/whl"
+	bins=("$BATS_TEST_TMPDIR"/whl/epollfix/_native/{libepollfix.so,epollfix}
+		"$BATS_TEST_TMPDIR"/whl/epollfix/_epollfix.cpython-311-aarch64-linux-gnu.so)
+	run file "${bins[@]}"
+	[ "$(grep -c 'ELF 64-bit LSB .*ARM aarch64' <<<"$output")" = 3 ] || fail "$output"
+	# The tag's glibc is the highest GLIBC_2.N its binaries ask for, as for
+	# the native wheel.
+	need=$(aarch64-linux-gnu-objdump -T "${bins[@]}" | grep -o 'GLIBC_2\.[0-9]*' | sort -uV | tail -1)
+	need=${need#GLIBC_}
+	[[ "$whl" == *"-manylinux_${need/./_}_aarch64.whl" ]] || fail "$whl is not tagged for glibc $need"
+	# pip installs it where an aarch64 CPython 3.11 with that glibc would;
+	# the arm64 guest test runs what it installed.
+	site=$PKG_OUT/arm64-guest/wheel
+	rm -rf "$site"
+	run "$PKG_OUT/wheel/venv/bin/pip" install -q --no-index --no-deps --disable-pip-version-check \
+		--target "$site" --platform "manylinux_${need/./_}_aarch64" --python-version 3.11 \
+		--implementation cp --abi cp311 --only-binary=:all: "$whl"
+	assert_success
+	[ -x "$site/epollfix/_native/epollfix" ] || fail "the wheel's command is not executable once installed"
+	# An older glibc's aarch64 is refused.
+	run "$PKG_OUT/wheel/venv/bin/pip" install -q --no-index --no-deps --disable-pip-version-check \
+		--target "$BATS_TEST_TMPDIR/old" --platform manylinux_2_28_aarch64 --python-version 3.11 \
+		--implementation cp --abi cp311 --only-binary=:all: "$whl"
+	assert_failure
+	assert_tree_clean
+}
+
+# One guest for both: Debian 12's arm64 6.12 kernel under qemu-system-aarch64
+# (emulated: 10-20 s here), with its own arm64 userland (scripts/kernel-guest).
+@test "arm64 guest: the arm64 .deb's library, command and python3-epollfix, the aarch64 wheel's enable() and command, and the arm64 image's command upgrade waits" {
+	need_cross
+	version=$(project_version)
+	arm=$PKG_OUT/deb-arm64 guest=$PKG_OUT/arm64-guest
+	for p in libepollfix epollfix python3-epollfix; do
+		[ -f "$arm/${p}_${version}_arm64.deb" ] || fail "no arm64 $p: the arm64 build test failed (or was skipped)"
+	done
+	[ -d "$guest/wheel/epollfix" ] || fail "no installed aarch64 wheel: the aarch64 wheel test failed (or was skipped)"
+	# Where the guest sees them: under the checkout, as dpkg would install them.
+	rm -rf "$guest/deb"
+	for p in libepollfix epollfix python3-epollfix; do
+		dpkg-deb -x "$arm/${p}_${version}_arm64.deb" "$guest/deb"
+	done
+	cd "$EPOLLFIX_SRC"
+	# And the arm64 image's files (containers.bats builds the image itself).
+	run scripts/package-image --arch arm64 "$guest/image"
+	assert_success
+	run scripts/kernel-guest --timeout 600 6.12-arm64 sh tests/kernels/arm64-packages \
+		"$guest/deb" "$guest/wheel" "$guest/image" "$EPOLLFIX_SRC/build-arm64" "$EPOLLFIX_SRC/build-arm64-musl"
+	[ "$status" != 77 ] || skip_missing "no arm64 guest: $(tail -1 <<<"$output")"
+	assert_success
+	refute_output --partial "not ok"
+	# Every test ran (the guest's console may end its lines with \r).
+	[ "$(grep -c '^ok ' <<<"$output")" = 7 ] || fail "not 7 tests passed: $output"
+}
