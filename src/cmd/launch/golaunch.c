@@ -156,7 +156,7 @@ int ef_go_plan(const char *path, struct ef_buf *out)
 	if (fd < 0)
 		return 0;
 	struct stat st;
-	enum ef_go_why why = ef_go_image_read(fd, &img);
+	enum ef_go_why why = ef_go_image_read(fd, EF_GO_SUPERVISOR, &img);
 	int privileged = fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
 	privileged |= fgetxattr(fd, "security.capability", NULL, 0) > 0;
 	close(fd);
