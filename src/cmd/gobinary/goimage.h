@@ -80,6 +80,15 @@ uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 #define EF_GO_READ_BYTES (256u << 20)
 #define EF_GO_READ_CPU_MS 500
 
+/* EPOLLFIX_GO_TEST_SLOW=N, for tests only (doc/testing.md): the machine is
+ * an emulated one, N times slower than the machines these bounds were set
+ * for (1 to 1000; 1 when unset or out of range). The reading's CPU budget
+ * and the supervisor's time limits (gosup.c) are then N times longer, so
+ * that they still bound only what they are for: under qemu's emulation on a
+ * loaded host a real arm64 binary's reading takes 0.5-0.9 s of the guest's
+ * CPU, and an answerer some milliseconds a notification. */
+unsigned ef_go_test_slow(void);
+
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded, the whole reading within EF_GO_READ_BYTES and
  * EF_GO_READ_CPU_MS) for server. EF_GO_OK, or why server cannot act on it;
