@@ -43,24 +43,7 @@ struct seccomp_data_ {
 #define RET_KILL 0x80000000u /* what a program that cannot be run counts as */
 
 #if defined(__x86_64__) && defined(__ILP32__)
-#define AUDIT_ARCH 0xc000003eu
 #define NR_BIAS 0x40000000 /* x32 */
-#elif defined(__x86_64__)
-#define AUDIT_ARCH 0xc000003eu
-#elif defined(__i386__)
-#define AUDIT_ARCH 0x40000003u
-#elif defined(__aarch64__) && !defined(__AARCH64EB__)
-#define AUDIT_ARCH 0xc00000b7u
-#elif defined(__arm__) && !defined(__ARMEB__)
-#define AUDIT_ARCH 0x40000028u
-#elif defined(__riscv) && __riscv_xlen == 64
-#define AUDIT_ARCH 0xc00000f3u
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define AUDIT_ARCH 0xc0000015u
-#elif defined(__s390x__)
-#define AUDIT_ARCH 0x80000016u
-#else
-#define AUDIT_ARCH 0u /* unknown here: no filter can be read, every one denies */
 #endif
 #ifndef NR_BIAS
 #define NR_BIAS 0
@@ -177,7 +160,7 @@ static uint32_t run_call(const struct ef_bpf_prog *p, long nr, uint64_t a0, uint
 			 uint64_t a3, uint64_t a4, uint64_t a5)
 {
 	const struct seccomp_data_ d = { .nr = (int32_t)(nr | NR_BIAS),
-					 .arch = AUDIT_ARCH,
+					 .arch = EF_SECCOMP_ARCH,
 					 .args = { a0, a1, a2, a3, a4, a5 } };
 	return run(p->filter, p->len, &d);
 }
@@ -187,7 +170,7 @@ unsigned ef_sandbox_verdict(const void *prog, int64_t slack_ns, int *why)
 	const struct ef_bpf_prog *p = prog;
 
 	*why = EF_WHY_FILTER_DENIES;
-	if (!AUDIT_ARCH || !p->filter || p->len == 0 || p->len > MAX_INSNS)
+	if (!EF_SECCOMP_ARCH || !p->filter || p->len == 0 || p->len > MAX_INSNS)
 		return EF_DENY_ALL;
 	/* Arguments as the library passes them (pointers stand for any). */
 	uint32_t pw2 = run_call(p, NR_EPOLL_PWAIT2, 3, 0x1000, 64, 0x2000, 0, 8);

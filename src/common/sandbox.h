@@ -36,6 +36,27 @@ struct ef_bpf_prog {
 	const struct ef_bpf_insn *filter;
 };
 
+/* The architecture a seccomp filter sees in the calls of a process of the
+ * machine this is built for (AUDIT_ARCH_*, seccomp_data.arch; spelled out:
+ * musl brings no <linux/audit.h>), 0 where unknown here. */
+#if defined(__x86_64__) /* x32 too: its numbers have bit 30 set */
+#define EF_SECCOMP_ARCH 0xc000003eu
+#elif defined(__i386__)
+#define EF_SECCOMP_ARCH 0x40000003u
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define EF_SECCOMP_ARCH 0xc00000b7u
+#elif defined(__arm__) && !defined(__ARMEB__)
+#define EF_SECCOMP_ARCH 0x40000028u
+#elif defined(__riscv) && __riscv_xlen == 64
+#define EF_SECCOMP_ARCH 0xc00000f3u
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define EF_SECCOMP_ARCH 0xc0000015u
+#elif defined(__s390x__)
+#define EF_SECCOMP_ARCH 0x80000016u
+#else
+#define EF_SECCOMP_ARCH 0u
+#endif
+
 /* The library's calls, as bits of a denied mask. */
 enum {
 	EF_DENY_PWAIT2 = 1, /* epoll_pwait2 */

@@ -86,7 +86,7 @@ static const struct exe *exe_verdict(int fd, const struct stat *st)
 	}
 	if (!e)
 		e = &one; /* no table: read each time */
-	e->why = ef_go_image_read_until(fd, &e->img, child_stop);
+	e->why = ef_go_image_read_until(fd, EF_GO_AGENT, &e->img, child_stop);
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
 	e->ctime = st->st_ctim;

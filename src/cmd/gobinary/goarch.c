@@ -1,6 +1,8 @@
 /* Which Go programs this command serves, by machine (goarch.h). */
 #include "goarch.h"
 
+#include "goabi.h"
+
 #ifndef EM_LOONGARCH
 #define EM_LOONGARCH 258 /* newer than some libc headers */
 #endif
@@ -36,19 +38,31 @@ static void name(struct ef_buf *out, unsigned machine)
 		ef_fmt(out, "ELF machine %u", machine);
 }
 
-int ef_go_arch_refuses(unsigned program, unsigned command, struct ef_buf *out)
+/* The machines each server knows, its command built for the same: the
+ * supervisor's filter traps their system call numbers (goabi.h); the
+ * agent's BPF programs read x86-64's registers and system call numbers. */
+static int knows(enum ef_go_server server, unsigned machine)
 {
-	/* The one pair served: the filter's architecture and system call
-	 * numbers, and the BPF programs' registers, are x86-64's. */
-	if (command == EM_X86_64 && program == EM_X86_64)
+	if (server == EF_GO_SUPERVISOR)
+		return machine == EM_X86_64 || machine == EM_AARCH64;
+	return machine == EM_X86_64;
+}
+
+/* The supervisor of a machine known above has that machine's numbers. */
+_Static_assert(EF_GO_COMMAND_MACHINE == EF_GO_SUP_MACHINE ||
+		       (EF_GO_COMMAND_MACHINE != EM_X86_64 && EF_GO_COMMAND_MACHINE != EM_AARCH64),
+	       "goabi.h has no system call numbers for the machine the supervisor serves");
+
+int ef_go_arch_refuses(enum ef_go_server server, unsigned program, unsigned command, struct ef_buf *out)
+{
+	if (knows(server, command) && program == command)
 		return 0;
-	if (command == EM_X86_64) {
-		/* Run there under emulation (binfmt_misc, qemu-user), its system
-		 * calls are the emulator's and its memory is not where its file
-		 * says. */
+	if (knows(server, command)) {
 		ef_fmt(out, "%s", "built for ");
 		name(out, program);
-		ef_fmt(out, "%s", "; this command serves x86-64 programs");
+		ef_fmt(out, "%s", "; this command serves ");
+		name(out, command);
+		ef_fmt(out, "%s", " programs");
 		return 1;
 	}
 	ef_fmt(out, "%s", "not served on ");
@@ -56,11 +70,12 @@ int ef_go_arch_refuses(unsigned program, unsigned command, struct ef_buf *out)
 		ef_fmt(out, "%s", "this architecture");
 	else
 		name(out, command);
-	ef_fmt(out, "%s", " (the supervisor's filter and the agent's BPF programs are x86-64 only)");
+	ef_fmt(out, "%s", server == EF_GO_SUPERVISOR ? " (the supervisor's filter is x86-64 and aarch64 only)"
+						      : " (the agent's BPF programs are x86-64 only)");
 	return 1;
 }
 
-int ef_go_arch_refused(unsigned program, struct ef_buf *out)
+int ef_go_arch_refused(enum ef_go_server server, unsigned program, struct ef_buf *out)
 {
-	return ef_go_arch_refuses(program, EF_GO_COMMAND_MACHINE, out);
+	return ef_go_arch_refuses(server, program, EF_GO_COMMAND_MACHINE, out);
 }

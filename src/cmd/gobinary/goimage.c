@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -169,7 +170,8 @@ static enum ef_go_why from_code(const struct ef_file *e, struct ef_go_image *img
 
 /* What the file says: read_bounded counts what it costs. With facts (the
  * tests' go-image), a program of a machine not served is read on. */
-static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *img, int code, int facts)
+static enum ef_go_why read_image(const struct ef_file *e, enum ef_go_server server, struct ef_go_image *img,
+				  int code, int facts)
 {
 	static const char *const names[] = { "runtime.sched", "runtime.epfd", "runtime.netpollEventFd",
 					     "runtime.netpollBreakRd" };
@@ -182,7 +184,7 @@ static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *im
 	 * served is refused for that, and costs no further reading. */
 	img->machine = e->machine;
 	struct ef_buf says = EF_BUF(img->says);
-	if (!facts && ef_go_arch_refused(e->machine, &says))
+	if (!facts && ef_go_arch_refused(server, e->machine, &says))
 		return EF_GO_OTHER_ARCH;
 	if (version != 0)
 		return EF_GO_NO_VERSION;
@@ -208,7 +210,16 @@ static enum ef_go_why read_image(const struct ef_file *e, struct ef_go_image *im
 	return EF_GO_OK;
 }
 
-static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, int facts, int (*stop)(void))
+unsigned ef_go_test_slow(void)
+{
+	const char *v = getenv("EPOLLFIX_GO_TEST_SLOW");
+	char *end;
+	unsigned long n = v ? strtoul(v, &end, 10) : 1;
+	return v && *v && !*end && n >= 1 && n <= 1000 ? (unsigned)n : 1;
+}
+
+static enum ef_go_why read_bounded(int fd, enum ef_go_server server, struct ef_go_image *img, int code, int facts,
+				    int (*stop)(void))
 {
 	struct ef_file e;
 	struct ef_budget b;
@@ -216,9 +227,9 @@ static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, in
 	memset(img, 0, sizeof(*img));
 	if (ef_file_open(fd, &e) != 0 || !e.is64 || (e.type != ET_EXEC && e.type != ET_DYN))
 		return EF_GO_NOT_ELF;
-	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_CPU_MS, stop);
+	ef_budget_init(&b, EF_GO_READ_BYTES, EF_GO_READ_CPU_MS * ef_go_test_slow(), stop);
 	e.budget = &b;
-	enum ef_go_why why = read_image(&e, img, code, facts);
+	enum ef_go_why why = read_image(&e, server, img, code, facts);
 	if (b.spent) { /* whatever it found before: not read whole */
 		*img->says = '\0';
 		return EF_GO_TOO_COSTLY;
@@ -226,14 +237,15 @@ static enum ef_go_why read_bounded(int fd, struct ef_go_image *img, int code, in
 	return why;
 }
 
-enum ef_go_why ef_go_image_read_until(int fd, struct ef_go_image *img, int (*stop)(void))
+enum ef_go_why ef_go_image_read_until(int fd, enum ef_go_server server, struct ef_go_image *img,
+				      int (*stop)(void))
 {
-	return read_bounded(fd, img, 0, 0, stop);
+	return read_bounded(fd, server, img, 0, 0, stop);
 }
 
-enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img)
+enum ef_go_why ef_go_image_read(int fd, enum ef_go_server server, struct ef_go_image *img)
 {
-	return read_bounded(fd, img, 0, 0, NULL);
+	return read_bounded(fd, server, img, 0, 0, NULL);
 }
 
 int ef_go_image_main(int argc, char **argv)
@@ -249,12 +261,13 @@ int ef_go_image_main(int argc, char **argv)
 		return 1;
 	}
 	struct ef_go_image img;
-	enum ef_go_why why = read_bounded(fd, &img, code, 1, NULL);
+	enum ef_go_why why = read_bounded(fd, EF_GO_SUPERVISOR, &img, code, 1, NULL);
 	close(fd);
-	/* The verdict the command's other paths give (goarch.h), after the facts. */
+	/* The verdict the supervisor's paths give (goarch.h), after the facts. */
 	char arch[160] = "";
 	struct ef_buf ab = EF_BUF(arch);
-	int refused = why != EF_GO_NOT_ELF && why != EF_GO_NOT_GO && ef_go_arch_refused(img.machine, &ab);
+	int refused = why != EF_GO_NOT_ELF && why != EF_GO_NOT_GO &&
+		      ef_go_arch_refused(EF_GO_SUPERVISOR, img.machine, &ab);
 	if (why != EF_GO_OK) {
 		fprintf(stderr, "%s: %s%s%s%s\n", argv[1 + code], ef_go_image_says(&img, why),
 			refused ? " (" : "", arch, refused ? ")" : "");

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "goarch.h"
+
 /* The releases whose runtime sources were read (doc/go.md: 1.19.8, 1.20.14,
  * 1.21.0, 1.22.12, 1.23.0, 1.24.0, 1.25.0, 1.26.8, 1.27.3; the tests build
  * with 1.19 (Debian 12's), 1.20, 1.22, 1.26 and 1.27): sched.lastpoll at
@@ -78,17 +80,27 @@ uint64_t ef_go_wake_tag(const struct ef_go_image *img, uint64_t bias);
 #define EF_GO_READ_BYTES (256u << 20)
 #define EF_GO_READ_CPU_MS 500
 
+/* EPOLLFIX_GO_TEST_SLOW=N, for tests only (doc/testing.md): the machine is
+ * an emulated one, N times slower than the machines these bounds were set
+ * for (1 to 1000; 1 when unset or out of range). The reading's CPU budget
+ * and the supervisor's time limits (gosup.c) are then N times longer, so
+ * that they still bound only what they are for: under qemu's emulation on a
+ * loaded host a real arm64 binary's reading takes 0.5-0.9 s of the guest's
+ * CPU, and an answerer some milliseconds a notification. */
+unsigned ef_go_test_slow(void);
+
 /* Reads the executable open at fd (another process's file: hostile input,
  * every length bounded, the whole reading within EF_GO_READ_BYTES and
- * EF_GO_READ_CPU_MS). EF_GO_OK, or why the supervisor cannot act on it;
+ * EF_GO_READ_CPU_MS) for server. EF_GO_OK, or why server cannot act on it;
  * img->version is filled whenever the release could be read. A Go program
- * of a machine this command does not serve (goarch.h) is EF_GO_OTHER_ARCH,
- * its runtime not read further. */
-enum ef_go_why ef_go_image_read(int fd, struct ef_go_image *img);
+ * of a machine server does not serve in this command (goarch.h) is
+ * EF_GO_OTHER_ARCH, its runtime not read further. */
+enum ef_go_why ef_go_image_read(int fd, enum ef_go_server server, struct ef_go_image *img);
 
 /* The same, ended at once (EF_GO_TOO_COSTLY) when stop, if not NULL, returns
  * nonzero: the agent's pending SIGTERM. */
-enum ef_go_why ef_go_image_read_until(int fd, struct ef_go_image *img, int (*stop)(void));
+enum ef_go_why ef_go_image_read_until(int fd, enum ef_go_server server, struct ef_go_image *img,
+				      int (*stop)(void));
 
 
 /* What ef_go_image_read found, in a few words: ef_go_why_text(why), or more
@@ -98,9 +110,9 @@ const char *ef_go_image_says(const struct ef_go_image *img, enum ef_go_why why);
 /* `epollfix go-image [--code] PROGRAM`, for tests: its release, where its
  * addresses come from and the addresses, one line; with --code, from the
  * code even when .symtab has them, which the tests compare. A program of a
- * machine this command does not serve is read all the same, its line ending
- * with why it is not served. 1 and the reason when there are none. Not
- * documented for users. */
+ * machine this command's supervisor does not serve is read all the same,
+ * its line ending with why it is not served. 1 and the reason when there
+ * are none. Not documented for users. */
 int ef_go_image_main(int argc, char **argv);
 
 /* The load bias of process pid running img (its executable's inode ino):

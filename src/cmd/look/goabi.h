@@ -10,9 +10,15 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 
-/* System calls newer than some libc headers (musl 1.2.3), x86_64's numbers. */
+/* System calls newer than some libc headers (musl 1.2.3): kcmp's number is
+ * each architecture's own, the pidfd calls' and close_range's the same on
+ * every architecture (the table unified from 424 on). */
 #ifndef SYS_kcmp
+#if defined(__x86_64__) && !defined(__ILP32__)
 #define SYS_kcmp 312
+#elif defined(__aarch64__)
+#define SYS_kcmp 272
+#endif
 #endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -58,10 +64,27 @@ struct ef_notif_resp {
 #define EF_NOTIF_ID_VALID _IOW('!', 2, uint64_t)
 #define EF_NOTIF_SET_FLAGS _IOW('!', 4, uint64_t)
 
-/* x86_64's numbers: the filter traps these, nothing else. */
-#define EF_AUDIT_ARCH_X86_64 0xc000003eU
+/* The system call numbers the filter traps (golaunch.c), and the supervisor
+ * takes from a notification, of the machine the command is built for
+ * (under its architecture, sandbox.h's EF_SECCOMP_ARCH): it supervises only
+ * programs of its own machine (goarch.h), whose calls reach the filter with
+ * that architecture. EF_GO_SUP_MACHINE names the machine whose numbers are
+ * here; where it is EM_NONE goarch.c refuses every program, and the filter
+ * is compiled but never installed. Little-endian only: the filter reads an
+ * argument's low word at the lower offset. */
+#if defined(__x86_64__) && !defined(__ILP32__)
+#define EF_GO_SUP_MACHINE 62 /* EM_X86_64 */
 #define EF_NR_EPOLL_WAIT 232
 #define EF_NR_EPOLL_PWAIT 281
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define EF_GO_SUP_MACHINE 183 /* EM_AARCH64 */
+/* No epoll_wait system call on arm64 (the generic table has none): libc's
+ * epoll_wait and Go's runtime both make epoll_pwait. */
+#define EF_NR_EPOLL_PWAIT 22
+#else
+#define EF_GO_SUP_MACHINE 0 /* EM_NONE */
+#define EF_NR_EPOLL_PWAIT SYS_epoll_pwait
+#endif
 /* The fd of the launcher's first trapped call, epoll_pwait(-1, ev, 1, 1, NULL):
  * its id tells the pair where the filter's numbering starts (gosup.c). */
 #define EF_GO_PRIME_FD (-1)

@@ -198,7 +198,7 @@ static void identify(struct proc *p)
 	image_id_of(p->tgid, &p->id);
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->tgid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && ef_go_image_read(fd, &p->img) == EF_GO_OK)
+	if (fd >= 0 && ef_go_image_read(fd, EF_GO_SUPERVISOR, &p->img) == EF_GO_OK)
 		p->state = GO, go = 1;
 	if (fd >= 0)
 		close(fd);

@@ -36,6 +36,7 @@
 #include "fmt.h"
 #include "goabi.h"
 #include "goanswer.h"
+#include "goimage.h"
 #include "golook.h"
 #include "maps.h"
 #include "proc.h"
@@ -52,6 +53,9 @@
  * at once, unread, until it catches up: each then waits its 1 ms as
  * without, instead of queueing behind the others' reads. */
 #define BEHIND_NS (500 * 1000LL)
+/* The two above, EPOLLFIX_GO_TEST_SLOW times longer on an emulated machine
+ * (goimage.h, tests only). */
+static int64_t hold_ns = HOLD_NS, behind_ns = BEHIND_NS;
 
 enum { TAG_LISTENER = 1, TAG_PARTNER, TAG_PROC, TAG_WATCH, TAG_PROGRAM, TAG_CHILD };
 #define TAG(kind, i) (((uint64_t)(kind) << 32) | (uint32_t)(i))
@@ -204,7 +208,7 @@ static void answer_orphan(uint64_t id)
 static void rescue(int slot, int dead)
 {
 	struct ef_go_slot *s = &shared->slot[slot];
-	if (!dead && now_ns() - atomic_load(&s->taken_ns) < HOLD_NS - HOLD_NS / 8)
+	if (!dead && now_ns() - atomic_load(&s->taken_ns) < hold_ns - hold_ns / 8)
 		return;
 	uint64_t id = atomic_load(&s->id);
 	if (id) {
@@ -272,9 +276,9 @@ static void take(void)
 		int64_t t = now_ns(), held = 0;
 		atomic_store(&shared->slot[mine].taken_ns, t);
 		atomic_store(&shared->slot[mine].after, atomic_load(&shared->last_id));
-		set_watch(mine, t + HOLD_NS);
+		set_watch(mine, t + hold_ns);
 		if (!atomic_compare_exchange_strong(&shared->claim, &held, t) &&
-		    (t - held < HOLD_NS || !atomic_compare_exchange_strong(&shared->claim, &held, t))) {
+		    (t - held < hold_ns || !atomic_compare_exchange_strong(&shared->claim, &held, t))) {
 			set_watch(mine, 0);
 			return; /* the other takes them */
 		}
@@ -307,7 +311,7 @@ static void take(void)
 		saw_id(note.id);
 		if (priming(&note)) {
 			answer(note.id);
-		} else if (t - busy_since > BEHIND_NS) {
+		} else if (t - busy_since > behind_ns) {
 			count(EF_GC_NOTIFIED);
 			count(EF_GC_OVERLOAD);
 			answer(note.id);
@@ -537,6 +541,8 @@ void ef_go_supervise(int sock, const char *stats_to, int program)
 {
 	stats = stats_to;
 	test_stop = getenv("EPOLLFIX_GO_TEST_STOP");
+	hold_ns = HOLD_NS * ef_go_test_slow();
+	behind_ns = BEHIND_NS * ef_go_test_slow();
 	listener = ef_recv_fd(sock);
 	if (listener < 0)
 		_exit(0); /* the launcher gave up before the filter: nothing to serve */
