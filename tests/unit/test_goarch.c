@@ -40,7 +40,7 @@ Test(goarch, aarch64_programs_by_an_aarch64_command_are_supervised_not_attached)
 	static const unsigned programs[] = { EM_X86_64, EM_AARCH64, EM_RISCV, 0, 4242 };
 	for (size_t i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
 		cr_expect_str_eq(refusal(EF_GO_AGENT, programs[i], EM_AARCH64),
-				 "not served on aarch64 (the agent's BPF programs are x86-64 only)");
+				 "not served on aarch64 (the agent attaches x86-64 Go programs only)");
 }
 
 Test(goarch, a_command_built_for_another_architecture_serves_none)
@@ -53,7 +53,7 @@ Test(goarch, a_command_built_for_another_architecture_serves_none)
 				 "not served on this architecture (the supervisor's filter is x86-64 and aarch64 "
 				 "only)");
 		cr_expect_str_eq(refusal(EF_GO_AGENT, programs[i], EM_NONE),
-				 "not served on this architecture (the agent's BPF programs are x86-64 only)");
+				 "not served on this architecture (the agent attaches x86-64 Go programs only)");
 	}
 }
 
