@@ -125,25 +125,30 @@ report_n() {
 	assert_line "huge_negative=0"
 }
 
-# hinted_to LOG US: how many of the debug lines in LOG say a hinted wait went to
-# epoll_pwait2 for the time left to its deadline: at most US microseconds, and
-# more than US-1000 (the time from the hint to the call, a few us, may be a
-# preemption longer; a whole-ms wait would say nothing of the kind).
+# hinted_to LOG US: of the debug lines in LOG that say a hinted wait went to
+# epoll_pwait2 for the time left to its deadline, "N OVER": N of them for more
+# than US-1000 us, and OVER for more than US (a whole-ms wait of the rounded-up
+# timeout would be). The time from the hint to the call is a few us, but a
+# preemption can take more of it on a loaded machine (7.07 ms left of a 10.3 ms
+# hint beside the suite's guests), so only OVER must be none.
 hinted_to() {
 	awk -v us="$2" 'match($0, /hinted: to the deadline, [0-9.]+ms = 0$/) {
 		split(substr($0, RSTART + 25), a, "ms"); v = a[1] * 1000
-		if (v <= us && v > us - 1000) n++ } END { print n + 0 }' <<<"$1"
+		if (v > us) over++; else if (v > us - 1000) n++ } END { print n + 0, over + 0 }' <<<"$1"
 }
 
 @test "hint: hinted waits of any length go to the deadline: 1.5 ms, 10.3 ms and 250.7 ms through epoll_pwait2" {
-	local us n
+	local us n near over
 	for us in 1500:20 10300:20 250700:4; do
 		n=${us#*:} us=${us%:*}
 		run --separate-stderr preload EPOLLFIX_STATS=1 EPOLLFIX_LOG=debug "$EPOLLFIX_PROGS/ef-sleep" --sleep-us "$us" --count "$n" --hint exact
 		assert_success
 		[ "$(field waits)" = "$n" ] || fail "$us: $output"
 		[ "$(report_n hinted)" = "$n" ] || fail "$us: $stderr"
-		[ "$(hinted_to "$stderr" "$us")" = "$n" ] || fail "$us: not every wait went to the deadline: $stderr"
+		read -r near over < <(hinted_to "$stderr" "$us")
+		# None past the deadline; most of them within 1 ms of it (a wait cut
+		# short by the library would not be).
+		[ "$over" = 0 ] && [ $((near * 2)) -ge "$n" ] || fail "$us: $near of $n waits to the deadline, $over past it: $stderr"
 		grep -q "^epollfix\[[0-9]*\] late after timeout: .*($n waits)\$" <<<"$stderr" || fail "$us: $stderr"
 	done
 }
