@@ -192,7 +192,11 @@ EF_WAIT_PATH const struct ef_config *ef_state_config_copy(struct ef_config_copy 
 	uint64_t s = atomic_load_explicit(&seq, memory_order_acquire);
 	if (__builtin_expect(s == copy->seq, 1))
 		return &copy->c;
-	return snapshot(&copy->c, &copy->seq) ? &copy->c : NULL;
+	/* A writer preempted mid-update (its seq odd through all our tries)
+	 * leaves the thread the copy it had: the configuration in force until
+	 * that writer finishes. Without it the call would pass unseen by the
+	 * policy and uncounted, as a thread's first call still does. */
+	return snapshot(&copy->c, &copy->seq) || copy->seq ? &copy->c : NULL;
 }
 
 int ef_state_set(const char *word, struct ef_buf *msg)

@@ -154,7 +154,8 @@ Test(api, changing_the_policy_while_threads_wait)
 		pthread_join(t[i], NULL);
 	cr_assert_eq(counters(&after, sizeof(after)), 0);
 	long calls = (long)(after.epoll_wait - before.epoll_wait);
-	cr_assert_eq(calls, atomic_load(&waits_done), "every call counted once");
+	cr_assert_eq(calls, atomic_load(&waits_done), "every call counted once: %ld counted of %ld",
+		     calls, atomic_load(&waits_done));
 	cr_assert_eq(after.upgraded + after.passed + after.clamped,
 		     after.epoll_wait + after.epoll_pwait);
 	cr_assert_gt(after.upgraded - before.upgraded, 0);
