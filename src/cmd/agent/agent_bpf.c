@@ -6,6 +6,7 @@
 #include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -349,9 +350,17 @@ int ef_abpf_sigwait(struct ef_abpf *b, uint32_t tid, struct ef_bpf_sigwait *s)
 	return bpf_map_lookup_elem(bpf_map__fd(b->sigwaits), &tid, s);
 }
 
+/* A waker: EF_BPF_WAKER_SIZE, or one page where pages are larger (arm64
+ * kernels of 16 or 64 KiB pages): the kernel takes a ring buffer of a
+ * power-of-two number of whole pages only. libbpf sizes the object's own ring
+ * buffers so (the wakers' template among them); this one is made here. The
+ * drain at EF_BPF_WAKER_DRAIN bytes then empties it as often as on 4 KiB
+ * pages, and it holds more wake-ups before it is full. */
 int ef_abpf_waker_new(void)
 {
-	return bpf_map_create(BPF_MAP_TYPE_RINGBUF, "waker", 0, 0, EF_BPF_WAKER_SIZE, NULL);
+	long page = sysconf(_SC_PAGESIZE);
+	__u32 size = page > EF_BPF_WAKER_SIZE ? (__u32)page : EF_BPF_WAKER_SIZE;
+	return bpf_map_create(BPF_MAP_TYPE_RINGBUF, "waker", 0, 0, size, NULL);
 }
 
 /* A change to a map of maps waits for every BPF program running to end

@@ -39,15 +39,22 @@ static void name(struct ef_buf *out, unsigned machine)
 }
 
 /* The machines each server knows, its command built for the same: the
- * supervisor's filter traps their system call numbers (goabi.h). The
- * agent's BPF programs load on arm64 too (their register reads are each
- * architecture's), but its attaching of an arm64 Go program is not tested
- * yet: x86-64's only. */
+ * supervisor's filter traps their system call numbers (goabi.h); the
+ * agent's BPF programs read their registers (netpoll.bpf.c: each one's
+ * struct pt_regs and epoll_pwait's number, built for the command's machine),
+ * and what else the agent takes from a program is either machine's alike
+ * (goimage.c's addresses, read from x86-64's or arm64's code; the runtime's
+ * sched and epoll items, the same words on both). The same two for both
+ * servers today, each named: a machine is added to one when its own part
+ * knows it. */
 static int knows(enum ef_go_server server, unsigned machine)
 {
-	if (server == EF_GO_SUPERVISOR)
+	switch (server) {
+	case EF_GO_SUPERVISOR: /* goabi.h's system call numbers */
+	case EF_GO_AGENT:      /* netpoll.bpf.c's registers */
 		return machine == EM_X86_64 || machine == EM_AARCH64;
-	return machine == EM_X86_64;
+	}
+	return 0;
 }
 
 /* The supervisor of a machine known above has that machine's numbers. */
@@ -73,7 +80,7 @@ int ef_go_arch_refuses(enum ef_go_server server, unsigned program, unsigned comm
 	else
 		name(out, command);
 	ef_fmt(out, "%s", server == EF_GO_SUPERVISOR ? " (the supervisor's filter is x86-64 and aarch64 only)"
-						      : " (the agent attaches x86-64 Go programs only)");
+						      : " (the agent's BPF programs are x86-64 and aarch64 only)");
 	return 1;
 }
 

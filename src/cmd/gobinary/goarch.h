@@ -6,8 +6,9 @@
  * qemu-user, makes the emulator's system calls, and its memory is not where
  * its file says); the supervisor on the machines whose system call numbers
  * its seccomp filter knows (goabi.h: x86-64, aarch64), the agent on those
- * whose registers its BPF programs read (x86-64). A program refused is
- * refused with its reason and runs as without epollfix. */
+ * whose registers its BPF programs read (netpoll.bpf.c: x86-64, aarch64).
+ * A program refused is refused with its reason and runs as without
+ * epollfix. */
 #ifndef EPOLLFIX_GOARCH_H
 #define EPOLLFIX_GOARCH_H
 
