@@ -191,11 +191,12 @@ for m in json.load(sys.stdin)["manifests"]:
 		run "$pm" image inspect --format '{{.Os}}/{{.Architecture}} {{.Digest}}' "$name-$arch"
 		assert_success
 		assert_equal "$output" "$(grep "^linux/$arch " <<<"$digests")"
-		# Its files, of its architecture (the Go agent in the amd64 image,
-		# when the glibc build has it: its BPF side is x86-64's).
+		# Its files, of its architecture (the Go agent in each, when that
+		# architecture's glibc build has it).
 		mnt=$("$pm" image mount "$name-$arch")
 		agent=
-		[ "$arch" = arm64 ] || [ ! -f "$EPOLLFIX_SRC/build/src/epollfix-agent-static" ] || agent="./bin/epollfix-agent "
+		[ ! -f "$EPOLLFIX_SRC/build$([ "$arch" = amd64 ] || echo -arm64)/src/epollfix-agent-static" ] ||
+			agent="./bin/epollfix-agent "
 		run bash -c "cd '$mnt' && find . -type f | sort | tr '\n' ' '"
 		assert_output "./bin/epollfix $agent./glibc/libepollfix.so ./musl/libepollfix.so "
 		want=$([ "$arch" = amd64 ] && echo x86-64 || echo 'ARM aarch64')
