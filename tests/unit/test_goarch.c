@@ -6,6 +6,7 @@
  * served. */
 #include <criterion/criterion.h>
 #include <elf.h>
+#include <stdio.h>
 
 #include "goarch.h"
 
@@ -20,30 +21,35 @@ static const char *refusal(enum ef_go_server server, unsigned program, unsigned 
 
 static const enum ef_go_server servers[] = { EF_GO_SUPERVISOR, EF_GO_AGENT };
 
-Test(goarch, x86_64_programs_by_an_x86_64_command_are_served_by_both)
-{
-	for (size_t s = 0; s < 2; s++) {
-		cr_expect_str_eq(refusal(servers[s], EM_X86_64, EM_X86_64), "");
-		cr_expect_str_eq(refusal(servers[s], EM_AARCH64, EM_X86_64),
-				 "built for aarch64; this command serves x86-64 programs");
-		cr_expect_str_eq(refusal(servers[s], EM_RISCV, EM_X86_64),
-				 "built for riscv64; this command serves x86-64 programs");
-		cr_expect_str_eq(refusal(servers[s], 4242, EM_X86_64),
-				 "built for ELF machine 4242; this command serves x86-64 programs");
-	}
-}
+/* Each machine whose command serves Go programs, and what its refusals name. */
+static const struct {
+	unsigned machine, other;
+	const char *name, *other_name;
+} served[] = {
+	{ EM_X86_64, EM_AARCH64, "x86-64", "aarch64" },
+	{ EM_AARCH64, EM_X86_64, "aarch64", "x86-64" },
+};
 
-Test(goarch, aarch64_programs_by_an_aarch64_command_are_served_by_both)
+Test(goarch, a_command_serves_its_own_machines_programs_by_both_servers_and_refuses_others)
 {
-	for (size_t s = 0; s < 2; s++) {
-		cr_expect_str_eq(refusal(servers[s], EM_AARCH64, EM_AARCH64), "");
-		cr_expect_str_eq(refusal(servers[s], EM_X86_64, EM_AARCH64),
-				 "built for x86-64; this command serves aarch64 programs");
-		cr_expect_str_eq(refusal(servers[s], EM_RISCV, EM_AARCH64),
-				 "built for riscv64; this command serves aarch64 programs");
-		cr_expect_str_eq(refusal(servers[s], 0, EM_AARCH64),
-				 "built for ELF machine 0; this command serves aarch64 programs");
-	}
+	char want[200];
+	for (size_t m = 0; m < sizeof(served) / sizeof(served[0]); m++)
+		for (size_t s = 0; s < 2; s++) {
+			unsigned cmd = served[m].machine;
+			cr_expect_str_eq(refusal(servers[s], cmd, cmd), "", "%s", served[m].name);
+			snprintf(want, sizeof(want), "built for %s; this command serves %s programs",
+				 served[m].other_name, served[m].name);
+			cr_expect_str_eq(refusal(servers[s], served[m].other, cmd), want);
+			snprintf(want, sizeof(want), "built for riscv64; this command serves %s programs",
+				 served[m].name);
+			cr_expect_str_eq(refusal(servers[s], EM_RISCV, cmd), want);
+			snprintf(want, sizeof(want),
+				 "built for ELF machine 4242; this command serves %s programs", served[m].name);
+			cr_expect_str_eq(refusal(servers[s], 4242, cmd), want);
+			snprintf(want, sizeof(want), "built for ELF machine 0; this command serves %s programs",
+				 served[m].name);
+			cr_expect_str_eq(refusal(servers[s], 0, cmd), want);
+		}
 }
 
 Test(goarch, a_command_built_for_another_architecture_serves_none)
