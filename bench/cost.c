@@ -2,10 +2,13 @@
  * one process (run it under LD_PRELOAD=libepollfix.so, or libefb-forward.so
  * for the floor: forward.c), blocks alternating ABBA so drift hits both:
  *
- *   efb-cost [--sleep-us S] [--slack NS] [--block N] [--blocks B]
+ *   efb-cost [--sleep-us S] [--slack NS] [--block N] [--blocks B] [--upgraded-slack NS]
  *
  * upgraded: epoll_wait(1 ms) with the thread's timer slack as it is (the
- *           library switches it to EPOLLFIX_SLACK around its epoll_pwait2);
+ *           library switches it to EPOLLFIX_SLACK around its epoll_pwait2:
+ *           three system calls a wait), or with --upgraded-slack set to NS
+ *           around the block (NS = EPOLLFIX_SLACK: a thread that keeps the
+ *           library's slack, which needs no switch: one system call a wait);
  * direct:   epoll_pwait2(S us) with the slack set to NS around the block.
  * CPU is CLOCK_THREAD_CPUTIME_ID per block / N. Prints
  * "upgraded_ns=.. direct_ns=.. ratio=.. ratio_min=.. ratio_max=..
@@ -36,6 +39,9 @@ static double median(double *v, long n)
 	return v[n / 2];
 }
 
+/* --upgraded-slack: 0, the upgraded blocks run with the thread's slack as it is. */
+static long upgraded_slack_ns;
+
 /* one block; returns CPU ns per wait, stores elapsed ns per wait */
 static double block(int ep, int direct, long n, long sleep_us, long slack_ns, double *elapsed)
 {
@@ -43,8 +49,9 @@ static double block(int ep, int direct, long n, long sleep_us, long slack_ns, do
 	struct timespec ts = { 0, sleep_us * 1000 };
 	int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	int64_t w0 = now_ns(), c0 = thread_cpu_ns();
-	if (direct)
-		prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0);
+	long set = direct ? slack_ns : upgraded_slack_ns;
+	if (set)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)set, 0, 0, 0);
 	for (long i = 0; i < n; i++) {
 		int r = direct ? epoll_pwait2(ep, out, 8, &ts, NULL) : epoll_wait(ep, out, 8, 1);
 		if (r != 0) {
@@ -53,7 +60,7 @@ static double block(int ep, int direct, long n, long sleep_us, long slack_ns, do
 			exit(1);
 		}
 	}
-	if (direct)
+	if (set)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)old, 0, 0, 0);
 	int64_t c = thread_cpu_ns() - c0, w = now_ns() - w0;
 	*elapsed = (double)w / (double)n;
@@ -62,7 +69,8 @@ static double block(int ep, int direct, long n, long sleep_us, long slack_ns, do
 
 int main(int argc, char **argv)
 {
-	const char *usage = "efb-cost [--sleep-us S] [--slack NS] [--block N] [--blocks B]";
+	const char *usage =
+		"efb-cost [--sleep-us S] [--slack NS] [--block N] [--blocks B] [--upgraded-slack NS]";
 	long sleep_us = 50, slack_ns = 1000, n = 250, blocks = 20;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -75,10 +83,13 @@ int main(int argc, char **argv)
 			n = v;
 		else if (!strcmp(argv[i], "--blocks"))
 			blocks = v;
+		else if (!strcmp(argv[i], "--upgraded-slack"))
+			upgraded_slack_ns = v;
 		else
 			efb_usage(usage);
 	}
-	if (argc % 2 == 0 || n < 1 || blocks < 2 || sleep_us < 1 || sleep_us >= 1000000 || slack_ns < 1)
+	if (argc % 2 == 0 || n < 1 || blocks < 2 || sleep_us < 1 || sleep_us >= 1000000 || slack_ns < 1 ||
+	    upgraded_slack_ns < 0)
 		efb_usage(usage);
 	blocks += blocks % 2;
 	int fds[2], ep = epoll_create1(EPOLL_CLOEXEC);
