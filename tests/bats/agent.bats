@@ -19,6 +19,11 @@ NATIVE_US=900
 # judged short, and native() judges nothing.
 SERVED=150
 [ -z "${EPOLLFIX_EMULATED:-}" ] || SERVED=1 NATIVE_US=999999999
+# How much longer the waits for the agent's lines may take (its attach, its
+# report): emulated beside the suite, a guest's work takes several times as
+# long, and a bound there judges nothing of the agent.
+PATIENCE=1
+[ -z "${EPOLLFIX_EMULATED:-}" ] || PATIENCE=6
 
 setup_file() {
 	load helpers
@@ -169,7 +174,7 @@ start_agent() {
 	agent_pid=$!
 	track_pid "$agent_pid"
 	local i
-	for i in $(seq 100); do
+	for i in $(seq $((100 * PATIENCE))); do
 		grep -q ": attached$" "$log" && return 0
 		sleep 0.1
 	done
@@ -205,7 +210,7 @@ report() {
 	local n i
 	n=$(grep -c " agent: " "$log" || true)
 	kill -USR1 "$agent_pid"
-	for i in $(seq 50); do
+	for i in $(seq $((50 * PATIENCE))); do
 		[ "$(grep -c " agent: " "$log" || true)" -gt "$n" ] && return 0
 		sleep 0.1
 	done
