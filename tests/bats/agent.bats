@@ -734,17 +734,18 @@ start_unit_agent() {
 # most_ended LABEL [WAITS ENDED [ARMED]]: the agent's last report says it ended at
 # least 90% of the netpoll waits it saw (since a report that counted WAITS
 # and ENDED), and at least $SERVED (150; emulated, where few sleeps reach the
-# netpoller, one). Emulated, the timerfd mechanism's share is one of time:
-# the agent arms each wait's timer after the kernel tells it the deadline,
-# and emulated under load it often does so after the wait's own 1 ms has
-# ended it (96-98.5% in a real-time guest alone here, 36-78% beside other
-# work; 99.96% natively): there, its function is judged: 90% of the waits'
-# deadlines sent to the agent (since a report that counted ARMED), and some
-# waits ended.
+# netpoller, one). Emulated, the share ended is one of time, whatever the
+# mechanism: a timer that fires after the wait's own 1 ms has ended it finds
+# the thread awake. Timerfd, whose agent arms each timer after the kernel
+# tells it the deadline, ended 96-98.5% in a real-time guest alone here and
+# 36-78% beside other work (99.96% natively); task work on Linux 7 beside
+# the suite once ended 88% (47 timers found the thread awake). There the
+# function is judged: 90% of the waits' deadlines set (since a report that
+# counted ARMED), and some waits ended.
 most_ended() {
 	local waits ended armed
 	waits=$(($(counter waits) - ${2:-0})) ended=$(($(counter ended) - ${3:-0}))
-	if [ -n "${EPOLLFIX_EMULATED:-}" ] && [ "$(counter mechanism)" = "mechanism timerfd" ]; then
+	if [ -n "${EPOLLFIX_EMULATED:-}" ]; then
 		armed=$(grep " agent: " "$log" | tail -1 | sed -n 's/.* \([0-9]*\) timers set at.*/\1/p')
 		armed=$((armed - ${4:-0}))
 		[ "$ended" -ge "$SERVED" ] && [ $((armed * 10)) -ge $((waits * 9)) ] ||
@@ -1203,11 +1204,11 @@ fuse_noflush() {
 	# each of its first 3 waits of 950 us (tests/progs/go/swapword) to
 	# 300 us before their end: the first is the wait at which the agent is
 	# asked for its waker and reads the word. It may lose that race (the
-	# agent read the word before the swap, or after): up to 12 programs,
+	# agent read the word before the swap, or after): up to 30 programs,
 	# 0.3 s each, the swap's delay a different one each time (half of them
-	# or more win it here). Each one's exit sends its own FLUSH, and waits
+	# or more win it here alone; beside CI's guests 12 in a row once lost). Each one's exit sends its own FLUSH, and waits
 	# for the file system's end (teardown).
-	for i in $(seq 12); do
+	for i in $(seq 30); do
 		rm -f "$BATS_TEST_TMPDIR/start"
 		mkfifo "$BATS_TEST_TMPDIR/start"
 		exec 5<>"$BATS_TEST_TMPDIR/start"
@@ -1227,8 +1228,8 @@ fuse_noflush() {
 			break
 		fi
 	done
-	[ -n "$hit" ] || fail "$m: the swapped word never read in 12 programs: $(cat "$log") $(cat "$BATS_TEST_TMPDIR"/swap.*)"
-	echo "# $m: the swapped word read in program $hit of 12" >&3
+	[ -n "$hit" ] || fail "$m: the swapped word never read in 30 programs: $(cat "$log") $(cat "$BATS_TEST_TMPDIR"/swap.*)"
+	echo "# $m: the swapped word read in program $hit of 30" >&3
 	# Not served, not harmed: it ran its sleeps out, and is said once.
 	grep -q "^swapped [1-9]" "$BATS_TEST_TMPDIR/swap.$hit" || fail "$(cat "$BATS_TEST_TMPDIR/swap.$hit")"
 	[ "$(grep -c "pid $pid: no waker" "$log")" = 1 ] || fail "$(cat "$log")"
