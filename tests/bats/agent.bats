@@ -1206,8 +1206,9 @@ fuse_noflush() {
 	# asked for its waker and reads the word. It may lose that race (the
 	# agent read the word before the swap, or after): up to 30 programs,
 	# 0.3 s each, the swap's delay a different one each time (half of them
-	# or more win it here alone; beside CI's guests 12 in a row once lost). Each one's exit sends its own FLUSH, and waits
-	# for the file system's end (teardown).
+	# or more win it here alone; beside CI's guests 12 in a row once lost).
+	# Each one's exit sends its own FLUSH, and waits for the file system's
+	# end (teardown).
 	for i in $(seq 30); do
 		rm -f "$BATS_TEST_TMPDIR/start"
 		mkfifo "$BATS_TEST_TMPDIR/start"
