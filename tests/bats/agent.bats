@@ -19,11 +19,6 @@ NATIVE_US=900
 # judged short, and native() judges nothing.
 SERVED=150
 [ -z "${EPOLLFIX_EMULATED:-}" ] || SERVED=1 NATIVE_US=999999999
-# How much longer the waits for the agent's lines may take (its attach, its
-# report): emulated beside the suite, a guest's work takes several times as
-# long, and a bound there judges nothing of the agent.
-PATIENCE=1
-[ -z "${EPOLLFIX_EMULATED:-}" ] || PATIENCE=6
 
 setup_file() {
 	load helpers

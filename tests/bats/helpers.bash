@@ -28,6 +28,12 @@ export EPOLLFIX_CONFIG=/nonexistent/epollfix.conf
 # shellcheck source=/dev/null
 source "$bats_env_file"
 PROGS_SRC="$EPOLLFIX_SRC/tests/progs"
+# How many times longer a test may wait for a line or an exit that must come:
+# in an emulated guest (tests/kernels/run) beside the suite, work takes
+# several times as long, and a bound there judges nothing but time (the Go
+# supervisor's pair once took over 5 s to leave in the 6.1-rt guest).
+PATIENCE=1
+[ -z "${EPOLLFIX_EMULATED:-}" ] || PATIENCE=12
 
 # preload [VAR=value...] command [args...]: the command alone gets the library.
 # EPOLLFIX_PRELOAD_EXTRA (scripts/sanitize: the ASan runtime) goes first. The
