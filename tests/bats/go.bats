@@ -869,6 +869,36 @@ self_stopped() {
 	self_stopped prime
 }
 
+@test "an answerer whose RECV finds nothing left, the other having taken the program's last call: the pair leaves with the program" {
+	# EPOLLFIX_GO_TEST_STOP=late: an answerer about to RECV waits for the
+	# program's exit first (as one starved there would, for long); the other
+	# steals its old claim and answers every call. Its RECV then has no call
+	# to wait for: before Linux 6.6 the listener's hang-up does not end it,
+	# and it outlived the program for good (seen in the 6.1-rt guest).
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/out i
+	EPOLLFIX_GO_TEST_STOP=late "$cmd" --stats="$report" "$p" 200us 5000 >"$out" &
+	local pid=$!
+	track_pid "$pid"
+	sleep 0.5
+	local sup heir
+	sup=$(supervisor_of "$pid")
+	heir=$(heir_of "$sup")
+	[ -n "$sup" ] && [ -n "$heir" ] || fail "no pair: $(ps -eo pid,ppid,stat,comm)"
+	for i in $(seq $((300 * PATIENCE))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	local rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ] && [ "$(wc -l <"$out")" -eq 5000 ] || fail "exit $rc, $(wc -l <"$out") sleeps"
+	for i in $(seq $((50 * PATIENCE))); do
+		! kill -0 "$sup" 2>/dev/null && ! kill -0 "$heir" 2>/dev/null && break
+		sleep 0.1
+	done
+	! kill -0 "$sup" 2>/dev/null && ! kill -0 "$heir" 2>/dev/null ||
+		fail "still running: $sup in $(cat "/proc/$sup/wchan" 2>/dev/null), $heir in $(cat "/proc/$heir/wchan" 2>/dev/null)"
+	# The one that waited did come to its RECV (the hook ran once).
+	wait_report
+	[ "$(counter notifications)" -ge 1000 ] || fail "$(cat "$report")"
+}
+
 @test "the launcher's call before the program takes no signal of the program's: a SIGALRM left pending and blocked is still pending in it" {
 	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/out i pending
 	# SIGALRM (14) blocked and sent to itself, then the command exec'd:

@@ -238,15 +238,70 @@ static void saw_id(uint64_t id)
  * RECV: the two windows no kill from outside can hit. "claim": the first
  * claim once an id is known; "recv": the RECV of the program's first
  * notification (see rescue); "prime": the RECV of the launcher's, before
- * the program runs. Which answerer, the scheduler decides. */
+ * the program runs. And "late": once an id is known, an answerer about to
+ * RECV waits for the program's exit first, as one starved there would for
+ * long: the other steals its claim and takes every notification, and this
+ * RECV finds none left (see recv_bounded). Which answerer, the scheduler
+ * decides. */
 static const char *test_stop;
 
 static void test_stop_at(const char *where)
 {
-	if (test_stop && strcmp(test_stop, where) == 0 &&
-	    (strcmp(where, "claim") != 0 || atomic_load(&shared->last_id)) &&
-	    !atomic_exchange(&shared->test_stopped, 1))
+	if (!test_stop || strcmp(test_stop, where) != 0 ||
+	    ((strcmp(where, "claim") == 0 || strcmp(where, "late") == 0) && !atomic_load(&shared->last_id)) ||
+	    atomic_exchange(&shared->test_stopped, 1))
+		return;
+	if (strcmp(where, "late") != 0) {
 		raise(SIGSTOP);
+		return;
+	}
+	struct pollfd end = { program_fd, POLLIN, 0 };
+	while (program_fd >= 0 && poll(&end, 1, -1) < 0 && errno == EINTR)
+		;
+}
+
+/* A RECV blocks in the kernel until a notification waits. One is looked for
+ * first (take), but the other answerer, stealing a claim held too long, may
+ * receive it in between: the RECV then waits for the next, deaf to the
+ * listener's hang-up before Linux 6.6 (its semaphore), and after the
+ * program's last call none comes: this answerer would outlive the program
+ * for good, holding its stderr (a shell's $(...) waits on it). A periodic
+ * SIGALRM, unblocked only for the RECV, bounds it to hold_ns: EINTR, and the
+ * loop sees what happened meanwhile. With no timer, unbounded as before. */
+static timer_t recv_timer;
+static int recv_timed;
+static sigset_t alrm;
+
+static void recv_interrupt(int sig)
+{
+	(void)sig;
+}
+
+/* In each answerer (a timer is not kept across fork). */
+static void recv_bound_setup(void)
+{
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	sigprocmask(SIG_BLOCK, &alrm, NULL);
+	struct sigaction on = { .sa_handler = recv_interrupt }; /* no SA_RESTART: EINTR */
+	sigaction(SIGALRM, &on, NULL);
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGALRM };
+	recv_timed = timer_create(CLOCK_MONOTONIC, &sev, &recv_timer) == 0;
+}
+
+static int recv_bounded(struct ef_notif *note)
+{
+	struct timespec every = { (time_t)(hold_ns / 1000000000), (long)(hold_ns % 1000000000) };
+	struct itimerspec on = { every, every }, off = { { 0, 0 }, { 0, 0 } };
+	if (recv_timed)
+		timer_settime(recv_timer, 0, &on, NULL);
+	sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+	int r = ioctl(listener, EF_NOTIF_RECV, note), err = errno;
+	sigprocmask(SIG_BLOCK, &alrm, NULL);
+	if (recv_timed)
+		timer_settime(recv_timer, 0, &off, NULL);
+	errno = err;
+	return r;
 }
 
 /* The launcher's first trapped call (golaunch.c's prime), made before the
@@ -267,8 +322,9 @@ static int priming(const struct ef_notif *n)
  * it looks again that a notification waits before its RECV, which would
  * otherwise block it in the kernel: one the other received just before
  * letting go of its claim leaves nothing. A RECV that still finds nothing
- * (the call withdrawn by a signal in between) blocks until the next
- * notification; meanwhile its claim, old, is stolen by the other. */
+ * (the call withdrawn by a signal in between: ENOENT; or taken by the other
+ * after it stole this one's claim, old: blocked) returns within hold_ns
+ * (recv_bounded). */
 static void take(void)
 {
 	struct pollfd q = { listener, POLLIN, 0 };
@@ -297,12 +353,11 @@ static void take(void)
 			busy_since = t;
 		struct ef_notif note;
 		memset(&note, 0, sizeof(note));
-		int r;
-		while ((r = ioctl(listener, EF_NOTIF_RECV, &note)) != 0 && errno == EINTR)
-			;
+		test_stop_at("late");
+		int r = recv_bounded(&note);
 		held = t;
 		atomic_compare_exchange_strong(&shared->claim, &held, 0);
-		if (r != 0) { /* ENOENT: withdrawn by a signal */
+		if (r != 0) { /* ENOENT: withdrawn by a signal; EINTR: none came */
 			set_watch(mine, 0);
 			break;
 		}
@@ -425,6 +480,7 @@ __attribute__((noreturn)) static void serve(void)
 {
 	self = getpid();
 	prefer_answers();
+	recv_bound_setup();
 	prctl(PR_SET_NAME, heir ? "epollfix-goheir" : EF_GO_COMM, 0, 0, 0); /* for ps, status, tests */
 	if (!heir)
 		atomic_store(&shared->supervisor, (int)self);
