@@ -60,7 +60,10 @@ assert_unclamped() {
 	# An event left to the clamp would wait half of it, 50 ms, in the median;
 	# 20 ms leaves room for a loaded machine's stalls.
 	[ "$(field latency_median_us)" -lt 20000 ] || fail "$output"
-	[ "$(field max_us)" -lt 50000 ] || fail "an event waited for the clamp: $output"
+	# Any single event: no clamped wait ended empty while one was there from
+	# before it began (ef-busy's missed). Not its latency: one stall of the
+	# loaded machine between a write and its read made one event 137 ms late.
+	[ "$(field missed)" = 0 ] || fail "a wait did not return an event: $output"
 	run preload EPOLLFIX_CLAMP=100ms EPOLLFIX_STATS=1 "$EPOLLFIX_PROGS/ef-busy" --seconds 0.5 --writer-us 5000
 	assert_success
 	[ "$(report_value clamped)" -gt 10 ] || fail "the clamp never engaged: $output"

@@ -9,8 +9,14 @@
  * the library's epollfix_set() after MS ms, while the loop polls; the loop's
  * CPU is then also given over the time after it, as cpu_pct_after.
  *
- * Prints "cpu_pct=.. polls=.. written=.. read=.. latency_p50_us=.. latency_max_us=..";
- * cpu_pct is the process's user+system time over wall time. */
+ * Prints "cpu_pct=.. polls=.. written=.. read=.. missed=.. latency_p50_us=..
+ * latency_max_us=..": cpu_pct is the process's user+system time over wall
+ * time; missed (with --writer-us) counts the events found right after a wait
+ * of 10 ms or more that returned nothing, stamped 5 ms or more before its
+ * end: readiness the wait did not return. Unlike a latency, one stall of the
+ * machine does not make one: the write would have to land between the wait's
+ * end and the read after it, its writer stalled 5 ms between its stamp and
+ * its write, or the loop between the wait's return and its clock. */
 #include "clock.h"
 
 #include <dlfcn.h>
@@ -102,17 +108,21 @@ int main(int argc, char **argv)
 		pthread_create(&st, NULL, setter, NULL);
 	size_t cap = 1 << 20, nread = 0;
 	int64_t *lat = calloc(cap, sizeof(*lat));
-	long polls = 0;
+	long polls = 0, missed = 0;
 	int64_t start = now_ns(), cpu0 = cpu_ns(), end = start + (int64_t)(seconds * 1e9);
-	while (now_ns() < end) {
+	for (int64_t began; (began = now_ns()) < end;) {
 		int r = use_pwait ? epoll_pwait(ep, out, 8, 0, &none) : epoll_wait(ep, out, 8, 0);
+		int64_t ended = now_ns();
 		polls++;
 		if (r < 0 && errno != EINTR)
 			return 1;
 		int64_t stamp;
-		while (r > 0 && read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp))
+		int looked = r > 0 || (r == 0 && writer_us > 0 && ended - began >= 10000000);
+		while (looked && read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp)) {
+			missed += r == 0 && stamp < ended - 5000000;
 			if (nread < cap)
 				lat[nread++] = now_ns() - stamp;
+		}
 	}
 	int64_t stop_ns = now_ns(), stop_cpu = cpu_ns();
 	int64_t wall = stop_ns - start, cpu = stop_cpu - cpu0;
@@ -126,8 +136,8 @@ int main(int argc, char **argv)
 		while (read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp))
 			atomic_fetch_sub(&written, 1);
 	}
-	printf("cpu_pct=%lld polls=%ld written=%ld read=%zu", (long long)(cpu * 100 / wall), polls,
-	       atomic_load(&written), nread);
+	printf("cpu_pct=%lld polls=%ld written=%ld read=%zu missed=%ld", (long long)(cpu * 100 / wall), polls,
+	       atomic_load(&written), nread, missed);
 	int64_t at = atomic_load(&set_at_ns);
 	if (set_word && at > 0 && stop_ns > at)
 		printf(" cpu_pct_after=%lld",
