@@ -218,3 +218,16 @@ forge_go() {
 	python3 "$PROGS_SRC/forge_go.py" "$1" "$(prog local static phases)" "$forged" "$2" ||
 		fail "forge_go.py $1 failed"
 }
+
+# hinted_to LOG US: of the library's debug lines in LOG that say a hinted
+# wait went to epoll_pwait2 for the time left to its deadline, "NEAR OVER
+# ALL": NEAR of them for more than US-1000 us, OVER for more than US (a
+# whole-ms wait of the rounded-up timeout would be), of ALL. The time from
+# the hint to the call is a few us, but a preemption can take more of it on
+# a loaded machine (7.07 ms left of a 10.3 ms hint beside the suite's guests,
+# 7.93 ms under ASan), so only OVER must be none.
+hinted_to() {
+	awk -v us="$2" 'match($0, /hinted: to the deadline, [0-9.]+ms = 0$/) {
+		split(substr($0, RSTART + 25), a, "ms"); v = a[1] * 1000; all++
+		if (v > us) over++; else if (v > us - 1000) n++ } END { print n + 0, over + 0, all + 0 }' <<<"$1"
+}
