@@ -12,11 +12,12 @@
  * Prints "cpu_pct=.. polls=.. written=.. read=.. missed=.. latency_p50_us=..
  * latency_max_us=..": cpu_pct is the process's user+system time over wall
  * time; missed (with --writer-us) counts the events found right after a wait
- * of 10 ms or more that returned nothing, stamped 5 ms or more before its
- * end: readiness the wait did not return. Unlike a latency, one stall of the
- * machine does not make one: the write would have to land between the wait's
- * end and the read after it, its writer stalled 5 ms between its stamp and
- * its write, or the loop between the wait's return and its clock. */
+ * of 10 ms or more that returned nothing, with no preemption of the thread
+ * during it, stamped 5 ms or more before its end: readiness the wait did not
+ * return. Unlike a latency, one stall of the machine does not make one: the
+ * write would have to land between the wait's end and the read after it,
+ * its writer stalled 5 ms between its stamp and its write, or the loop
+ * between its wake-up and its clock. */
 #include "clock.h"
 
 #include <dlfcn.h>
@@ -27,6 +28,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static int fds[2];
@@ -110,14 +112,21 @@ int main(int argc, char **argv)
 	int64_t *lat = calloc(cap, sizeof(*lat));
 	long polls = 0, missed = 0;
 	int64_t start = now_ns(), cpu0 = cpu_ns(), end = start + (int64_t)(seconds * 1e9);
+	struct rusage ru0 = { 0 }, ru1 = { 0 };
 	for (int64_t began; (began = now_ns()) < end;) {
+		if (writer_us > 0)
+			getrusage(RUSAGE_THREAD, &ru0);
 		int r = use_pwait ? epoll_pwait(ep, out, 8, 0, &none) : epoll_wait(ep, out, 8, 0);
 		int64_t ended = now_ns();
+		if (writer_us > 0)
+			getrusage(RUSAGE_THREAD, &ru1);
 		polls++;
 		if (r < 0 && errno != EINTR)
 			return 1;
 		int64_t stamp;
-		int looked = r > 0 || (r == 0 && writer_us > 0 && ended - began >= 10000000);
+		/* Not preempted: its length was the wait's own, not a stall. */
+		int looked = r > 0 || (r == 0 && writer_us > 0 && ended - began >= 10000000 &&
+				       ru1.ru_nivcsw == ru0.ru_nivcsw);
 		while (looked && read(fds[0], &stamp, sizeof(stamp)) == sizeof(stamp)) {
 			missed += r == 0 && stamp < ended - 5000000;
 			if (nread < cap)
