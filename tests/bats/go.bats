@@ -59,6 +59,16 @@ wait_report() {
 # "Go supervisor of pid PID"); heir_of SUP: its heir, its child.
 supervisor_of() { "$cmd" status 2>/dev/null | sed -n "s/^epollfix\[\([0-9]*\)\] Go supervisor of pid $1:.*/\1/p"; }
 heir_of() { ps -eo pid=,ppid=,stat=,comm= | awk -v s="$1" '$2 == s && $4 == "epollfix-goheir" && $3 !~ /Z/ { print $1 }'; }
+# pair_left SUP HEIR: both answerers gone within 5 s (PATIENCE times that
+# emulated), as they go once the last task under the filter is.
+pair_left() {
+	local i
+	for i in $(seq $((50 * PATIENCE))); do
+		! kill -0 "$1" 2>/dev/null && ! kill -0 "$2" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # A glibc program cannot preload a musl build's library.
 need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 
@@ -193,12 +203,7 @@ sleeps_supervised() {
 	# listener's hang-up comes once the kernel releases the filter's last
 	# task after its reaping).
 	[ -n "$heir" ] || fail "no heir"
-	local i
-	for i in $(seq $((50 * PATIENCE))); do
-		! kill -0 "$sup" 2>/dev/null && ! kill -0 "$heir" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "still running: $sup $heir"
+	pair_left "$sup" "$heir" || fail "still running: $sup $heir"
 }
 
 @test "stress: sleepers, ping-pong, a signal storm, an os/exec child, a re-exec in place (installed Go, PIE, 1.22, 1.20, 1.19)" {
@@ -888,11 +893,7 @@ self_stopped() {
 	local rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 0 ] && [ "$(wc -l <"$out")" -eq 5000 ] || fail "exit $rc, $(wc -l <"$out") sleeps"
-	for i in $(seq $((50 * PATIENCE))); do
-		! kill -0 "$sup" 2>/dev/null && ! kill -0 "$heir" 2>/dev/null && break
-		sleep 0.1
-	done
-	! kill -0 "$sup" 2>/dev/null && ! kill -0 "$heir" 2>/dev/null ||
+	pair_left "$sup" "$heir" ||
 		fail "still running: $sup in $(cat "/proc/$sup/wchan" 2>/dev/null), $heir in $(cat "/proc/$heir/wchan" 2>/dev/null)"
 	# The one that waited did come to its RECV (the hook ran once).
 	wait_report
