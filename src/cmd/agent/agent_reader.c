@@ -30,6 +30,7 @@
 #define LEFT 64     /* children left blocked, remembered to be reaped and said */
 #define CGROUPS 16  /* cgroups backed off */
 #define SLOW_MS 50  /* a child on one request this long: the other takes the next */
+#define MOVED 64    /* executables sent away from their child, remembered */
 
 struct ask {
 	struct ef_rq q;
@@ -53,6 +54,14 @@ struct ef_reader {
 	const struct ef_sel *sel;
 	long only;
 	struct child c[CHILDREN];
+	/* An executable whose request went to the other child (its own was
+	 * slow) goes there after: that child holds its verdict, and the file
+	 * is not read again by the first. A slot another takes costs a
+	 * reading, not a wrong answer. */
+	struct moved {
+		uint32_t key;
+		uint8_t used, child;
+	} moved[MOVED];
 	pid_t left[LEFT];
 	size_t nleft;
 	struct {
@@ -291,7 +300,9 @@ int ef_reader_ask(struct ef_reader *r, const struct ef_rq *q, int ring)
 	/* The executable's own child (the verdicts a child keeps are of the
 	 * executables it read: each is read once), unless that one is slow on
 	 * a request (a large file, a slow disk) and another is not. */
-	struct child *c = &r->c[exe_key(q->tgid) % CHILDREN];
+	uint32_t key = exe_key(q->tgid);
+	struct moved *m = &r->moved[key % MOVED];
+	struct child *home = &r->c[m->used && m->key == key ? m->child : key % CHILDREN], *c = home;
 	uint64_t now = now_ms();
 	for (int i = 0; i < CHILDREN; i++) {
 		struct child *o = &r->c[i];
@@ -301,6 +312,8 @@ int ef_reader_ask(struct ef_reader *r, const struct ef_rq *q, int ring)
 	}
 	if (c->sock < 0)
 		return -1;
+	if (c != home)
+		m->key = key, m->used = 1, m->child = (uint8_t)(c - r->c);
 	struct ask k = { .q = *q, .ring = ring >= 0 ? fcntl(ring, F_DUPFD_CLOEXEC, 3) : -1 };
 	if ((ring >= 0 && k.ring < 0) || queue(c, &k) != 0) {
 		if (k.ring >= 0)
