@@ -853,12 +853,17 @@ most_ended() {
 	start_phases "$(prog local static phases)"
 	round 100
 	native "before attach"
+	local before
+	before=$(field sigurg)
 	start_agent attach --mechanism=signal "$prog_pid"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "attached: $output"
 	[ "$(field short)" -ge "$SERVED" ] || fail "attached: $output"
 	# The one thing it costs: a program that subscribes to SIGURG sees them.
-	[ "$(field sigurg)" -ge "$SERVED" ] || fail "no SIGURG seen: $output"
+	# Not one a wait: the runtime keeps one bit a signal until signal.Notify's
+	# goroutine runs, so those that come before it are one (under load, 42 of
+	# 300 waits); the agent's own count of waits it ended is judged below.
+	[ "$(field sigurg)" -gt "$before" ] || fail "no SIGURG seen ($before before attach): $output"
 	kill -INT "$agent_pid"
 	wait "$agent_pid"
 	grep -q "mechanism signal$" "$log" || fail "$(cat "$log")"
@@ -948,7 +953,7 @@ map_entries() {
 	start_unit_agent attach --mechanism=signal "$prog_pid"
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output; $(cat "$log")"
-	[ "$(field sigurg)" -ge "$SERVED" ] || fail "$output"
+	[ "$(field sigurg)" -gt 0 ] || fail "no SIGURG seen (the runtime folds those before its signal goroutine runs): $output"
 	! grep -q "refused (EPERM)" "$log" || fail "$(cat "$log")"
 	end_phases
 }
