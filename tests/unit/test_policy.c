@@ -634,6 +634,27 @@ Test(runs, safe_keeps_deadlines_the_program_shows)
 	}
 }
 
+Test(runs, safe_learns_nothing_from_runs_a_busy_machine_held_back)
+{
+	/* asyncio started on a loaded machine: each wake-up of its first timers
+	 * comes back 2 ms late, past the deadline and past the request's 1 ms
+	 * bound, so no run can show its zero poll in time. Those runs show
+	 * nothing either way; once the machine is quiet its deadlines are kept,
+	 * not left alone for a back-off. */
+	cfg.adapt = EF_ADAPT_SAFE;
+	struct loop p = asyncio_like();
+	for (int i = 0; i < 4 * 8; i++) {
+		p.stall = 2 * MS;
+		timer(&p, 50 * US);
+	}
+	cr_assert_not(ef_site_of(&th, site_a)->proven);
+	int from = p.fired;
+	wakes_per_timer(&p, 50 * US, 0, 200);
+	cr_assert_leq(median_late(&p, from), 50 * US, "late %lld ns after the load",
+		      (long long)median_late(&p, from));
+	cr_assert(ef_site_of(&th, site_a)->proven);
+}
+
 Test(runs, safe_leaves_alone_a_site_that_shows_no_sub_ms_deadline)
 {
 	/* A loop whose runs end only once their whole request has elapsed (a
