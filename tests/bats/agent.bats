@@ -241,7 +241,7 @@ served_round() {
 	round 300
 	[ "$(field min_us)" -lt "$NATIVE_US" ] || fail "$output"
 	report
-	[ "$(counter ended)" -ge "$SERVED" ] || fail "$(cat "$log")"
+	[ "$(counter ended)" -ge "$SERVED" ] || fail "$output; $(cat "$log")"
 }
 
 @test "a PIE Go program: the load bias is applied" {
@@ -1145,8 +1145,7 @@ fuse_noflush() {
 	# 0.3 s here (the reader is found stuck 1 s after it stopped, then
 	# replaced); before, the agent's own loop hung in the close for good.
 	[ "$ms" -lt 3000 ] || fail "attached after $ms ms: $(cat "$log")"
-	round 300
-	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge "$SERVED" ] || fail "not served: $output; $(cat "$log")"
+	served_round
 	# The blocked reader is found after 1 s without progress (later on a
 	# loaded machine: the agent's own watch is a timer like any other).
 	for i in $(seq 100); do
@@ -1196,7 +1195,18 @@ fuse_noflush() {
 	needs "$m"
 	swap=$(own "$(prog local dynamic swapword)")
 	fuse_noflush "$(prog local static sleeps)"
-	"$cmd" agent --mechanism="$m" --path="$mine/" 2>"$log" 4>&- &
+	# The agent and the programs below at a real-time priority (chrt execs
+	# each: $! is its pid), their swapper one above: the race below is
+	# between the agent's reading of the word and the swapper's window of
+	# under 650 us in a wait of the program's. Beside the suite's guests,
+	# of the default class, 30 programs in a row once lost it; beside 12
+	# busy loops here, the agent alone real-time, 1 run in 3 did.
+	# All three real-time, the first program won it in 7 runs of 7 beside
+	# 12 busy loops. What is checked does not depend on when they run.
+	# Where no real-time class may be had, the default one.
+	local rt=(chrt -f 1)
+	chrt -f 1 true 2>/dev/null || rt=()
+	"${rt[@]}" "$cmd" agent --mechanism="$m" --path="$mine/" 2>"$log" 4>&- &
 	agent_pid=$!
 	track_pid "$agent_pid"
 	sleep 1 # loaded and scanned
@@ -1206,14 +1216,14 @@ fuse_noflush() {
 	# asked for its waker and reads the word. It may lose that race (the
 	# agent read the word before the swap, or after): up to 30 programs,
 	# 0.3 s each, the swap's delay a different one each time (half of them
-	# or more win it here alone; beside CI's guests 12 in a row once lost).
+	# or more win it here alone).
 	# Each one's exit sends its own FLUSH, and waits for the file system's
 	# end (teardown).
 	for i in $(seq 30); do
 		rm -f "$BATS_TEST_TMPDIR/start"
 		mkfifo "$BATS_TEST_TMPDIR/start"
 		exec 5<>"$BATS_TEST_TMPDIR/start"
-		SWAP_AFTER_NS=$((20000 << (i % 4))) "$swap" "$BATS_TEST_TMPDIR/mnt/prog" 950us 300 <&5 >/dev/null \
+		SWAP_AFTER_NS=$((20000 << (i % 4))) "${rt[@]}" "$swap" "$BATS_TEST_TMPDIR/mnt/prog" 950us 300 <&5 >/dev/null \
 			2>"$BATS_TEST_TMPDIR/swap.$i" 4>&- &
 		pid=$!
 		track_pid "$pid"
@@ -1243,8 +1253,7 @@ fuse_noflush() {
 	start_phases "$(own "$(prog local static phases)")"
 	await_attached "$prog_pid"
 	round 300 # its first wait makes its waker
-	round 300
-	[ "$(field min_us)" -lt "$NATIVE_US" ] && [ "$(field short)" -ge "$SERVED" ] || fail "not served: $output; $(cat "$log")"
+	served_round
 	start=$(date +%s%N)
 	kill "$agent_pid"
 	wait "$agent_pid" || true

@@ -47,13 +47,15 @@ static int64_t now_ns(void)
 
 #define LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
 
-// Real-time where it may be had (root), and woken by the program before
-// each of its sleeps: on a loaded machine a late wake-up past the wait's end
-// would leave the swapped word to the runtime, which dies on it.
+// Real-time where it may be had (root), at a priority above the program's
+// own threads when the test runs it real-time too (chrt -f 1), and woken by
+// the program before each of its sleeps: on a loaded machine a late wake-up
+// past the wait's end would leave the swapped word to the runtime, which
+// dies on it.
 static void *swapper(void *arg)
 {
 	(void)arg;
-	struct sched_param rt = { .sched_priority = 1 };
+	struct sched_param rt = { .sched_priority = 2 };
 	pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
 	while (sem_wait(&sleeping) == 0 && !stop && flips < 3) {
 		// The runtime empties lastpoll just before its poller reads
