@@ -181,9 +181,14 @@ sleeps_supervised() {
 	run "$cmd" "$p" child
 	assert_failure 7 # the child part's own exit code
 	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
-	local pid=$!
+	local pid=$! i
 	track_pid "$pid"
-	sleep 0.5
+	# The command execs the program once its filter and pair are set up:
+	# 0.5 s once was not enough in an emulated guest (Linux 7).
+	for i in $(seq 300); do
+		[ "$(readlink "/proc/$pid/exe")" != "$(prog local static sleeps)" ] || break
+		sleep 0.1
+	done
 	[ "$(readlink "/proc/$pid/exe")" = "$(prog local static sleeps)" ] || fail "pid $pid is $(readlink "/proc/$pid/exe")"
 	local sup heir
 	sup=$(supervisor_of "$pid")
