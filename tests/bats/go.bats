@@ -70,6 +70,18 @@ pair_left() {
 	return 1
 }
 # A glibc program cannot preload a musl build's library.
+# await_exec PID PROGRAM: 0 once PID runs PROGRAM (the command execs it once
+# its filter and pair are set up: 0.5 s was once not enough, in an emulated
+# guest), up to 30 s; 1 when it does not, or is gone.
+await_exec() {
+	local i
+	for i in $(seq 300); do
+		[ "$(readlink "/proc/$1/exe")" != "$2" ] || return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
 need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 
 @test "--check PROGRAM: supervised, stripped, or not Go at all" {
@@ -181,15 +193,9 @@ sleeps_supervised() {
 	run "$cmd" "$p" child
 	assert_failure 7 # the child part's own exit code
 	"$cmd" "$(prog local static sleeps)" 100us 100000 >/dev/null &
-	local pid=$! i
+	local pid=$!
 	track_pid "$pid"
-	# The command execs the program once its filter and pair are set up:
-	# 0.5 s once was not enough in an emulated guest (Linux 7).
-	for i in $(seq 300); do
-		[ "$(readlink "/proc/$pid/exe")" != "$(prog local static sleeps)" ] || break
-		sleep 0.1
-	done
-	[ "$(readlink "/proc/$pid/exe")" = "$(prog local static sleeps)" ] || fail "pid $pid is $(readlink "/proc/$pid/exe")"
+	await_exec "$pid" "$(prog local static sleeps)" || fail "pid $pid is $(readlink "/proc/$pid/exe")"
 	local sup heir
 	sup=$(supervisor_of "$pid")
 	heir=$(heir_of "$sup")
@@ -753,8 +759,8 @@ go_variant() {
 		eval "\"$cmd\" \"$p\" 1ms 100000 $how &"
 		pid=$!
 		track_pid "$pid"
-		sleep 0.5
-		kill -0 "$pid" 2>/dev/null || fail "$how: the program did not start (exit status: $(wait "$pid"; echo $?))"
+		await_exec "$pid" "$p" || kill -0 "$pid" 2>/dev/null ||
+			fail "$how: the program did not start (exit status: $(wait "$pid"; echo $?))"
 		[ "$(readlink "/proc/$pid/exe")" = "$p" ] || fail "$how: pid $pid is $(readlink "/proc/$pid/exe")"
 		with=$(fds_of "$pid")
 		[ -n "$(supervisor_of "$pid")" ] || fail "$how: not supervised"
@@ -906,7 +912,7 @@ self_stopped() {
 }
 
 @test "the launcher's call before the program takes no signal of the program's: a SIGALRM left pending and blocked is still pending in it" {
-	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/out i pending
+	local p=$(prog local static sleeps) out=$BATS_TEST_TMPDIR/out pending
 	# SIGALRM (14) blocked and sent to itself, then the command exec'd:
 	# both are kept across exec.
 	python3 -c 'import os, signal, sys
@@ -916,10 +922,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$cmd" --stats="$report" "$p" 200us 20000 >
 	local pid=$!
 	track_pid "$pid"
 	# Once the program runs (its output comes at its exit).
-	for i in $(seq 100); do
-		[ "$(readlink "/proc/$pid/exe")" = "$(realpath "$p")" ] && break
-		sleep 0.05
-	done
+	await_exec "$pid" "$(realpath "$p")" || true
 	pending=$(sed -n 's/^ShdPnd:\t//p' "/proc/$pid/status")
 	(( 0x$pending & 0x2000 )) || fail "SIGALRM not pending in the program: ShdPnd $pending"
 	wait "$pid" || fail "exit status $?"
