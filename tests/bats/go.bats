@@ -70,18 +70,6 @@ pair_left() {
 	return 1
 }
 # A glibc program cannot preload a musl build's library.
-# await_exec PID PROGRAM: 0 once PID runs PROGRAM (the command execs it once
-# its filter and pair are set up: 0.5 s was once not enough, in an emulated
-# guest), up to 30 s; 1 when it does not, or is gone.
-await_exec() {
-	local i
-	for i in $(seq 300); do
-		[ "$(readlink "/proc/$1/exe")" != "$2" ] || return 0
-		kill -0 "$1" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 need_libc_of() { case $1 in dynamic | pie) need_glibc ;; esac; }
 
 @test "--check PROGRAM: supervised, stripped, or not Go at all" {

@@ -192,6 +192,20 @@ stop_tracked() {
 	rm -f "$f"
 }
 
+# await_exec PID PROGRAM: 0 once PID runs PROGRAM (a command started in the
+# background, like env or epollfix's launcher, execs it some time after:
+# under load, after the test's next step; 0.5 s was once not enough in an
+# emulated guest), up to 30 s; 1 when it does not, or is gone.
+await_exec() {
+	local i
+	for i in $(seq 300); do
+		[ "$(readlink "/proc/$1/exe")" != "$2" ] || return 0
+		kill -0 "$1" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # go_programs: builds the Go test programs (tests/progs/go/build) under
 # $EPOLLFIX_BUILD/go, from the caches only (never downloads here); its lines
 # go to bats' output. For a setup_file.
