@@ -137,9 +137,19 @@ late() {
 	echo $((median - 50))
 }
 
+# early_us: the shortest sleep's lateness in us, of the log in $output. A
+# sleep whose wait was rounded up to 1 ms ends 950 us late or more, whatever
+# the load (which only makes a wait longer); one that ends under 900 us late
+# was woken on time. The median is a figure of the machine's load (723 us
+# once beside CI's guests and build): said, not judged.
+early_us() {
+	echo $(($(field min_us) - 50))
+}
+
 # served NS: a glibc and a musl pod, each with the annotation and without:
-# the library loaded where asked (its report in the pod's output) and the
-# sleeps' lateness to show it; none where not asked.
+# the library loaded where asked (its report in the pod's output), nine in
+# ten of its waits upgraded and some sleeps ended before a 1 ms wait could;
+# none where not asked, every sleep 1 ms late.
 served() {
 	local ns=$1 p prog phase l
 	for p in c musl; do
@@ -160,24 +170,46 @@ served() {
 			[ "$(kc -n "$ns" get pod "$p" -o jsonpath='{.metadata.annotations.epollfix\.io/injected}')" != "" ] ||
 				fail "$ns/$p not injected"
 			[ "$(report_count upgraded)" -gt 0 ] || fail "$ns/$p: nothing upgraded: $output"
-			[ "$l" -lt 600 ] || fail "$ns/$p: $l us late with the library: $output"
+			[ $(($(report_count upgraded) * 10)) -ge $(($(report_count calls) * 9)) ] ||
+				fail "$ns/$p: not nine in ten waits upgraded: $output"
+			[ "$(early_us)" -lt 900 ] || fail "$ns/$p: no sleep ended before a 1 ms wait could, with the library: $output"
 			;;
 		*-off)
 			refute_output --partial "epollfix["
-			[ "$l" -gt 900 ] || fail "$ns/$p: only $l us late without the library: $output"
+			[ "$(early_us)" -ge 900 ] || fail "$ns/$p: a sleep ended $(early_us) us late without the library: $output"
 			;;
 		esac
 	done
 }
 
 # go_late: the median lateness in us of the Go sleeps in $output (each
-# sleep's, in ns, one a line: tests/progs/go/sleeps).
+# sleep's, in ns, one a line: tests/progs/go/sleeps). A figure, said.
 go_late() {
 	local l
 	l=$(grep -E '^-?[0-9]+$' <<<"$output" | sort -n |
 		awk '{ a[NR] = $1 } END { if (NR) print int(a[int((NR + 1) / 2)] / 1000) }')
 	[ -n "$l" ] || fail "no sleeps in the pod's output: $output"
 	echo "$l"
+}
+
+# go_served WHAT / go_native WHAT: of the Go sleeps in $output, at least a
+# tenth / under a tenth ended less than 900 us late, before the runtime's
+# own 1 ms wait could. Served by the agent, 43% or more of them beside 12
+# busy loops (agent.bats); not served, 0-2% (another of the runtime's
+# wake-ups came first): load only makes a sleep later, and the median (said)
+# is a figure of it.
+go_short() {
+	grep -E '^-?[0-9]+$' <<<"$output" | awk '{ n++; if ($1 < 900000) k++ } END { print k + 0, n + 0 }'
+}
+go_served() {
+	local k n
+	read -r k n < <(go_short)
+	[ "$n" -gt 0 ] && [ $((k * 10)) -ge "$n" ] || fail "$1: $k of $n sleeps under 900 us late with the agent"
+}
+go_native() {
+	local k n
+	read -r k n < <(go_short)
+	[ "$n" -gt 0 ] && [ $((k * 10)) -lt "$n" ] || fail "$1: $k of $n sleeps under 900 us late without the agent"
 }
 
 # install_agent [helm --set...]: the chart in image mode with its node agent
@@ -317,7 +349,7 @@ served_go() {
 	output=$(kc -n users logs -c app go-userns)
 	l=$(go_late)
 	echo "# users/go-userns: median $l us late (uid_map: $map)" >&3
-	[ "$l" -lt 600 ] || fail "users/go-userns: $l us late with the agent"
+	go_served users/go-userns
 	kc -n epollfix logs "$agent" -c epollfix-go-agent | grep -q "^epollfix agent: pid $pid (.*): attached$" ||
 		fail "the agent did not attach pid $pid: $(kc -n epollfix logs "$agent" -c epollfix-go-agent)"
 	unset HOST_USERS
@@ -438,8 +470,8 @@ go_pod_late() {
 	for p in go-static go-stripped go-entry go-noopt go-off; do
 		go_pod_late "$p"
 		case $p in
-		go-static | go-stripped | go-entry) [ "$l" -lt 600 ] || fail "shop/$p: $l us late with the agent" ;;
-		*) [ "$l" -gt 900 ] || fail "shop/$p: only $l us late without the agent" ;;
+		go-static | go-stripped | go-entry) go_served "shop/$p" ;;
+		*) go_native "shop/$p" ;;
 		esac
 	done
 	# Its log: a line for each Go process of an opted-in pod, attached or why
@@ -466,7 +498,7 @@ go_pod_late() {
 		pod shop go-entry true entrypoint:go-sleeps 2000
 		for p in go-static go-entry; do
 			go_pod_late "$p" "$m: "
-			[ "$l" -lt 600 ] || fail "$m: shop/$p: $l us late with the agent"
+			go_served "$m: shop/$p"
 		done
 		log=$(kc -n epollfix logs "$agent" -c epollfix-go-agent)
 		[ "$(grep -c '(/usr/local/bin/go-sleeps, go[0-9.]*): attached$' <<<"$log")" = 2 ] ||
