@@ -192,24 +192,13 @@ go_late() {
 	echo "$l"
 }
 
-# go_served WHAT / go_native WHAT: of the Go sleeps in $output, at least a
-# tenth / under a tenth ended less than 900 us late, before the runtime's
-# own 1 ms wait could. Served by the agent, 43% or more of them beside 12
-# busy loops (agent.bats); not served, 0-2% (another of the runtime's
-# wake-ups came first): load only makes a sleep later, and the median (said)
-# is a figure of it.
-go_short() {
-	grep -E '^-?[0-9]+$' <<<"$output" | awk '{ n++; if ($1 < 900000) k++ } END { print k + 0, n + 0 }'
-}
+# go_served WHAT / go_native WHAT: the Go sleeps (50 us) in $output served /
+# not (helpers' short_sleeps: a quarter of them under 0.9 ms / under half).
 go_served() {
-	local k n
-	read -r k n < <(go_short)
-	[ "$n" -gt 0 ] && [ $((k * 10)) -ge "$n" ] || fail "$1: $k of $n sleeps under 900 us late with the agent"
+	served_sleeps "$output" || fail "$1: $(short_sleeps "$output") with the agent"
 }
 go_native() {
-	local k n
-	read -r k n < <(go_short)
-	[ "$n" -gt 0 ] && [ $((k * 10)) -lt "$n" ] || fail "$1: $k of $n sleeps under 900 us late without the agent"
+	native_sleeps "$output" || fail "$1: $(short_sleeps "$output") without the agent"
 }
 
 # install_agent [helm --set...]: the chart in image mode with its node agent

