@@ -41,6 +41,7 @@ counter() {
 	other_fd) sed -n 's/.* \([0-9]*\) other fd.*/\1/p' <<<"$line" ;;
 	unreadable) sed -n 's/.* \([0-9]*\) unreadable.*/\1/p' <<<"$line" ;;
 	instances) sed -n 's/.* \([0-9]*\) epoll instances.*/\1/p' <<<"$line" ;;
+	overload) sed -n 's/.* \([0-9]*\) overload;.*/\1/p' <<<"$line" ;;
 	esac
 }
 
@@ -240,7 +241,11 @@ sleeps_supervised() {
 	# A 1 ms wait stays 1 ms: the hop comes before the wait, not instead.
 	[ "$(field median_us)" -ge 1000 ] || fail "$output"
 	wait_report
-	[ "$(counter passed_procs)" -ge 1 ] && [ "$(counter passed)" -ge 100 ] || fail "$(cat "$report")"
+	# Each of its 100 waits answered as made: passed through, or, when an
+	# answerer was behind (a loaded machine: once 1 of 100), answered at
+	# once unread, the same answer; no timer set.
+	[ "$(counter passed_procs)" -ge 1 ] && [ $(($(counter passed) + $(counter overload))) -ge 100 ] &&
+		[ "$(counter timers)" = 0 ] || fail "$(cat "$report")"
 }
 
 @test "net/http with nothing sub-ms: the supervisor is hardly asked" {
