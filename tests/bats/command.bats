@@ -328,3 +328,20 @@ sysconf_of() {
 	run env EPOLLFIX_CONFIG=/nonexistent/epollfix.conf "$img/bin/epollfix" --check "$glibc/tests/progs/ef-sleep"
 	assert_line "config file:  /nonexistent/epollfix.conf (none)"
 }
+
+@test "a library that cannot be found: the command exits 2 and names each path it tried and why, the image's tree included" {
+	need_glibc # the program is the build's, taken as a glibc program
+	local img=$BATS_TEST_TMPDIR/img
+	# The image's tree with its glibc library missing: a glibc program is
+	# refused, and the message says where the library should have been.
+	mkdir -p "$img/bin" "$img/musl"
+	cp "$EPOLLFIX_BUILD/src/epollfix" "$img/bin/"
+	cp "$EPOLLFIX_BUILD/src/libepollfix.so" "$img/musl/"
+	run "$img/bin/epollfix" "$EPOLLFIX_BUILD/tests/progs/ef-sleep" --count 1
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	assert_line "epollfix: cannot find libepollfix.so; tried:"
+	assert_line "  $img/bin/libepollfix.so: No such file or directory"
+	assert_line "  $img/glibc/libepollfix.so: No such file or directory"
+	# The musl library it did not take is not named.
+	refute_output --partial "$img/musl/"
+}

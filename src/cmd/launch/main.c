@@ -69,10 +69,23 @@ enum found {
 	LIB_MISSING,	 /* the path last tried */
 };
 
+/* Each path the search tried and why it was not taken, for the message when
+ * none was: a user whose image mount or install is broken sees what failed,
+ * not only the last place looked. */
+static char tried_text[2048];
+static struct ef_buf tried = EF_BUF(tried_text);
+
 /* path, when it is a readable file. */
 static int try_path(char *out, size_t size, const char *dir, const char *rest)
 {
-	return (size_t)snprintf(out, size, "%s/%s", dir, rest) < size && access(out, R_OK) == 0;
+	if ((size_t)snprintf(out, size, "%s/%s", dir, rest) >= size) {
+		ef_fmt(&tried, "\n  %s/%s: path too long", dir, rest);
+		return 0;
+	}
+	if (access(out, R_OK) == 0)
+		return 1;
+	ef_fmt(&tried, "\n  %s: %s", out, strerror(errno));
+	return 0;
 }
 
 /* The library for the program at path (NULL: none named), in order:
@@ -90,6 +103,9 @@ static enum found search_library(const char *path, char *out, size_t size)
 	char exe[PATH_MAX];
 	enum ef_libc libc = path ? ef_target_libc(path) : EF_LIBC_UNKNOWN;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		ef_fmt(&tried, "\n  beside this command: /proc/self/exe: %s",
+		       n < 0 ? strerror(errno) : "empty");
 	if (n > 0) {
 		exe[n] = '\0';
 		char *slash = strrchr(exe, '/');
@@ -358,7 +374,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (found == LIB_MISSING) {
-		fprintf(stderr, "epollfix: cannot find libepollfix.so (last tried %s)\n", lib);
+		fprintf(stderr, "epollfix: cannot find libepollfix.so; tried:%s\n", tried_text);
 		return EXIT_USAGE;
 	}
 	/* The command still runs: a warning only, unless the log is quiet. */
